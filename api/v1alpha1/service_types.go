@@ -1,0 +1,214 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Component types that carry meaning. Any other componentType (such as "epp") is a
+// non-worker service, deployed like the frontend: stable and updated in place.
+const (
+	ComponentTypeFrontend = "frontend"
+	ComponentTypeWorker   = "worker"
+	ComponentTypePrefill  = "prefill"
+	ComponentTypeDecode   = "decode"
+	ComponentTypePlanner  = "planner"
+)
+
+// Per-service annotations kept from Dynamo: they override spec.rollout.maxSurge and
+// spec.rollout.maxUnavailable for that service.
+const (
+	AnnotationMaxSurge       = "nvidia.com/deployment-rolling-update-max-surge"
+	AnnotationMaxUnavailable = "nvidia.com/deployment-rolling-update-max-unavailable"
+)
+
+// DynamoComponentDeploymentSharedSpec is one service of a graph, in Dynamo's own shape.
+// Fields this operator does not act on (ingress, autoscaling, pvc, sharedMemory...) are
+// kept as given so that Dynamo manifests apply unchanged under strict field validation.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || !(\"nvidia.com/deployment-rolling-update-max-surge\" in self.annotations) || self.annotations[\"nvidia.com/deployment-rolling-update-max-surge\"].matches('^[0-9]+%?$')",message="annotation nvidia.com/deployment-rolling-update-max-surge must be a non-negative integer or percentage"
+// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || !(\"nvidia.com/deployment-rolling-update-max-unavailable\" in self.annotations) || self.annotations[\"nvidia.com/deployment-rolling-update-max-unavailable\"].matches('^[0-9]+%?$')",message="annotation nvidia.com/deployment-rolling-update-max-unavailable must be a non-negative integer or percentage"
+type DynamoComponentDeploymentSharedSpec struct {
+	// Annotations added to the workloads and pods of this service. The rolling-update
+	// annotations above are read by the operator.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Labels added to the workloads and pods of this service.
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// ServiceName is the name of the component (informational).
+	// +optional
+	ServiceName string `json:"serviceName,omitempty"`
+	// ComponentType is the role of the service: frontend, worker, prefill, decode, planner,
+	// or any other text (a non-worker service).
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	ComponentType string `json:"componentType,omitempty"`
+	// SubComponentType refines a worker: prefill or decode carry meaning, other text is kept.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	SubComponentType string `json:"subComponentType,omitempty"`
+	// DynamoNamespace is accepted for compatibility; the operator derives the runtime
+	// namespace from the Kubernetes namespace and DGD name (see ROLLOUT.md).
+	// +optional
+	DynamoNamespace *string `json:"dynamoNamespace,omitempty"`
+	// GlobalDynamoNamespace is accepted for compatibility.
+	// +optional
+	GlobalDynamoNamespace bool `json:"globalDynamoNamespace,omitempty"`
+	// Resources in Dynamo's shape: gpu means nvidia.com/gpu.
+	// +optional
+	Resources *Resources `json:"resources,omitempty"`
+	// Envs are added to the main container, after the graph-level envs.
+	// +optional
+	Envs []corev1.EnvVar `json:"envs,omitempty"`
+	// EnvFromSecret names a Secret whose keys become environment variables.
+	// +optional
+	EnvFromSecret *string `json:"envFromSecret,omitempty"`
+	// ExtraPodMetadata adds labels and annotations to the pods.
+	// +optional
+	ExtraPodMetadata *ExtraPodMetadata `json:"extraPodMetadata,omitempty"`
+	// ExtraPodSpec is a full PodSpec (volumes, tolerations, nodeSelector...) plus the
+	// mainContainer.
+	// +optional
+	ExtraPodSpec *ExtraPodSpec `json:"extraPodSpec,omitempty"`
+	// LivenessProbe for the main container.
+	// +optional
+	LivenessProbe *corev1.Probe `json:"livenessProbe,omitempty"`
+	// ReadinessProbe for the main container.
+	// +optional
+	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
+	// Replicas is the desired number of replicas: pods, or gangs of multinode.nodeCount pods.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Replicas *int32 `json:"replicas,omitempty"`
+	// Multinode makes every replica a gang of nodeCount pods.
+	// +optional
+	Multinode *MultinodeSpec `json:"multinode,omitempty"`
+
+	// Autoscaling is kept as given (not acted on by this operator).
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Autoscaling *runtime.RawExtension `json:"autoscaling,omitempty"`
+	// PVC is kept as given.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	PVC *runtime.RawExtension `json:"pvc,omitempty"`
+	// CompilationCache is kept as given.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	CompilationCache *runtime.RawExtension `json:"compilationCache,omitempty"`
+	// Ingress is kept as given.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	Ingress *runtime.RawExtension `json:"ingress,omitempty"`
+	// SharedMemory is kept as given.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	SharedMemory *runtime.RawExtension `json:"sharedMemory,omitempty"`
+	// VolumeMounts is kept as given.
+	// +optional
+	// +kubebuilder:pruning:PreserveUnknownFields
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=array
+	VolumeMounts *runtime.RawExtension `json:"volumeMounts,omitempty"`
+}
+
+// MultinodeSpec makes every replica of a service a gang of NodeCount pods.
+type MultinodeSpec struct {
+	// NodeCount is the number of pods (nodes) per replica; at least 2.
+	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:default=2
+	NodeCount int32 `json:"nodeCount"`
+}
+
+// Resources is Dynamo's resource shape.
+type Resources struct {
+	// +optional
+	Requests *ResourceItem `json:"requests,omitempty"`
+	// +optional
+	Limits *ResourceItem `json:"limits,omitempty"`
+}
+
+// ResourceItem lists quantities by Dynamo's names.
+type ResourceItem struct {
+	// +optional
+	CPU string `json:"cpu,omitempty"`
+	// +optional
+	Memory string `json:"memory,omitempty"`
+	// GPU is a count of nvidia.com/gpu.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]*$`
+	GPU string `json:"gpu,omitempty"`
+	// GPUType selects the GPU product (node label nvidia.com/gpu.product).
+	// +optional
+	GPUType string `json:"gpuType,omitempty"`
+	// Custom resources by their full name.
+	// +optional
+	Custom map[string]string `json:"custom,omitempty"`
+}
+
+// ExtraPodMetadata adds metadata to pods.
+type ExtraPodMetadata struct {
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+// ExtraPodSpec is a PodSpec plus the main container. The PodSpec's containers list is
+// optional here: the main container is built from MainContainer.
+type ExtraPodSpec struct {
+	*corev1.PodSpec `json:",inline"`
+	// MainContainer is the service's main container.
+	// +optional
+	MainContainer *corev1.Container `json:"mainContainer,omitempty"`
+}
+
+// NodeCount is the number of pods per replica: multinode.nodeCount, or 1.
+func (s *DynamoComponentDeploymentSharedSpec) NodeCount() int32 {
+	if s == nil || s.Multinode == nil || s.Multinode.NodeCount < 1 {
+		return 1
+	}
+	return s.Multinode.NodeCount
+}
+
+// IsMultinode reports whether every replica is a gang of two or more pods.
+func (s *DynamoComponentDeploymentSharedSpec) IsMultinode() bool { return s.NodeCount() >= 2 }
+
+// IsWorker reports whether the service is a worker (worker, prefill or decode): workers
+// roll side by side per revision; every other service is updated in place.
+func (s *DynamoComponentDeploymentSharedSpec) IsWorker() bool {
+	switch s.ComponentType {
+	case ComponentTypeWorker, ComponentTypePrefill, ComponentTypeDecode:
+		return true
+	}
+	return false
+}
+
+// Role is "prefill" or "decode" from componentType or subComponentType, else "worker".
+func (s *DynamoComponentDeploymentSharedSpec) Role() string {
+	for _, v := range []string{s.ComponentType, s.SubComponentType} {
+		if v == ComponentTypePrefill || v == ComponentTypeDecode {
+			return v
+		}
+	}
+	return ComponentTypeWorker
+}
+
+// DesiredReplicas is spec.replicas, defaulting to 1.
+func (s *DynamoComponentDeploymentSharedSpec) DesiredReplicas() int32 {
+	if s.Replicas == nil {
+		return 1
+	}
+	return *s.Replicas
+}

@@ -1,0 +1,74 @@
+// Command crdfix post-processes the generated DynamoGraphDeployment CRD: the embedded
+// PodSpec of extraPodSpec makes `containers` required, but Dynamo manifests give only
+// extraPodSpec.mainContainer, so that requirement is dropped.
+//
+// Usage: go run ./hack/crdfix config/crd/bases/nvidia.com_dynamographdeployments.yaml
+package main
+
+import (
+	"fmt"
+	"os"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/yaml"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: crdfix CRD.yaml")
+		os.Exit(2)
+	}
+	if err := fix(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "crdfix:", err)
+		os.Exit(1)
+	}
+}
+
+func fix(path string) error {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := yaml.Unmarshal(raw, &crd); err != nil {
+		return err
+	}
+	for i := range crd.Spec.Versions {
+		root := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
+		svc := root.Properties["spec"].Properties["services"].AdditionalProperties.Schema
+		eps, ok := svc.Properties["extraPodSpec"]
+		if !ok {
+			return fmt.Errorf("no extraPodSpec in %s", crd.Spec.Versions[i].Name)
+		}
+		eps.Required = without(eps.Required, "containers")
+		svc.Properties["extraPodSpec"] = eps
+	}
+	out, err := yaml.Marshal(&crd)
+	if err != nil {
+		return err
+	}
+	// Drop the status stanza that a typed round trip adds to a generated CRD.
+	var obj map[string]any
+	if err := yaml.Unmarshal(out, &obj); err != nil {
+		return err
+	}
+	delete(obj, "status")
+	if md, ok := obj["metadata"].(map[string]any); ok && md["creationTimestamp"] == nil {
+		delete(md, "creationTimestamp")
+	}
+	out, err = yaml.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append([]byte("---\n"), out...), 0o644)
+}
+
+func without(list []string, drop string) []string {
+	var out []string
+	for _, s := range list {
+		if s != drop {
+			out = append(out, s)
+		}
+	}
+	return out
+}
