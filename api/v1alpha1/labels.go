@@ -1,0 +1,33 @@
+package v1alpha1
+
+// Labels on every object the operator creates for a DGD (workloads, pod templates,
+// ControllerRevisions). Selecting by LabelGraph finds everything of one DGD.
+const (
+	// LabelGraph is the DGD name.
+	LabelGraph = "nvidia.com/dynamo-graph-deployment-name"
+	// LabelService is the service name as written in spec.services.
+	LabelService = "nvidia.com/dynamo-component"
+	// LabelComponentType is the service's componentType.
+	LabelComponentType = "nvidia.com/dynamo-component-type"
+	// LabelWorkerHash is the worker revision hash; absent on stable (non-worker) workloads.
+	LabelWorkerHash = "nvidia.com/dynamo-worker-hash"
+	// LabelManagedBy is set to ManagedByValue.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue marks objects this operator owns.
+	ManagedByValue = "dgd-rollout"
+)
+
+// Environment variables that isolate worker revisions (ROLLOUT.md "Workloads").
+const (
+	EnvDynNamespace             = "DYN_NAMESPACE"
+	EnvDynNamespaceWorkerSuffix = "DYN_NAMESPACE_WORKER_SUFFIX"
+	EnvDynNamespacePrefix       = "DYN_NAMESPACE_PREFIX"
+)
+
+// AnnotationChangeCause records why a revision was made, as kubectl does.
+const AnnotationChangeCause = "kubernetes.io/change-cause"
+
+// RuntimeNamespaceBase is <k8s-namespace>-<dgd-name>, the Dynamo namespace base.
+func (d *DynamoGraphDeployment) RuntimeNamespaceBase() string {
+	return d.Namespace + "-" + d.Name
+}
