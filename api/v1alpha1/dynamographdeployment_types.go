@@ -84,10 +84,7 @@ type DynamoGraphDeploymentSpec struct {
 	BackendFramework string `json:"backendFramework,omitempty"`
 	// PVCs are kept as given.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
-	PVCs *runtime.RawExtension `json:"pvcs,omitempty"`
+	PVCs []runtime.RawExtension `json:"pvcs,omitempty"`
 	// Services by name. Names become part of workload names: letters, digits and '-'.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
@@ -174,12 +171,25 @@ type ServiceStatus struct {
 	// WorkloadKind is Deployment, LeaderWorkerSet, PodCliqueSet...
 	// +optional
 	WorkloadKind string `json:"workloadKind,omitempty"`
-	// Workloads names the service's workloads, newest revision first.
+	// Workloads are the service's workloads, newest revision first.
 	// +optional
-	Workloads []string `json:"workloads,omitempty"`
+	Workloads []WorkloadStatus `json:"workloads,omitempty"`
 	// RuntimeNamespaces are the effective Dynamo namespaces the service's replicas use.
 	// +optional
 	RuntimeNamespaces []string `json:"runtimeNamespaces,omitempty"`
+}
+
+// WorkloadStatus is one workload of a service as the operator last observed it.
+type WorkloadStatus struct {
+	// Name of the workload object.
+	Name string `json:"name"`
+	// Revision is the worker revision number; 0 for a stable (in-place) workload.
+	// +optional
+	Revision int64 `json:"revision,omitempty"`
+	// Replicas set on the workload.
+	Replicas int32 `json:"replicas"`
+	// ReadyReplicas the workload reports.
+	ReadyReplicas int32 `json:"readyReplicas"`
 }
 
 // DynamoGraphDeploymentStatus is the observed state of a graph.
@@ -214,6 +224,10 @@ type DynamoGraphDeploymentStatus struct {
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 	// +optional
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	// UpdatedReadyReplicas is the number of ready replicas on updateRevision, over every
+	// worker service; the progress deadline measures its growth.
+	// +optional
+	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas,omitempty"`
 	// Ready is "ready/desired" over every service, for kubectl get.
 	// +optional
 	Ready string `json:"ready,omitempty"`

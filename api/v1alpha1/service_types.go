@@ -25,9 +25,6 @@ const (
 // DynamoComponentDeploymentSharedSpec is one service of a graph, in Dynamo's own shape.
 // Fields this operator does not act on (ingress, autoscaling, pvc, sharedMemory...) are
 // kept as given so that Dynamo manifests apply unchanged under strict field validation.
-//
-// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || !(\"nvidia.com/deployment-rolling-update-max-surge\" in self.annotations) || self.annotations[\"nvidia.com/deployment-rolling-update-max-surge\"].matches('^[0-9]+%?$')",message="annotation nvidia.com/deployment-rolling-update-max-surge must be a non-negative integer or percentage"
-// +kubebuilder:validation:XValidation:rule="!has(self.annotations) || !(\"nvidia.com/deployment-rolling-update-max-unavailable\" in self.annotations) || self.annotations[\"nvidia.com/deployment-rolling-update-max-unavailable\"].matches('^[0-9]+%?$')",message="annotation nvidia.com/deployment-rolling-update-max-unavailable must be a non-negative integer or percentage"
 type DynamoComponentDeploymentSharedSpec struct {
 	// Annotations added to the workloads and pods of this service. The rolling-update
 	// annotations above are read by the operator.
@@ -117,10 +114,7 @@ type DynamoComponentDeploymentSharedSpec struct {
 	SharedMemory *runtime.RawExtension `json:"sharedMemory,omitempty"`
 	// VolumeMounts is kept as given.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=array
-	VolumeMounts *runtime.RawExtension `json:"volumeMounts,omitempty"`
+	VolumeMounts []runtime.RawExtension `json:"volumeMounts,omitempty"`
 }
 
 // MultinodeSpec makes every replica of a service a gang of NodeCount pods.

@@ -1,0 +1,201 @@
+// Package deployment is the Deployment backend: one apps/v1 Deployment per (service,
+// revision), whose replicas are pods. It renders, observes and scales; it decides nothing.
+package deployment
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+)
+
+// Kind is the workload kind of this backend.
+const Kind = "Deployment"
+
+// Backend manages Deployments.
+type Backend struct {
+	Client client.Client
+	Scheme *runtime.Scheme
+}
+
+var (
+	_ backends.Backend            = (*Backend)(nil)
+	_ backends.UnreadyFirstScaler = (*Backend)(nil)
+)
+
+// New returns a Deployment backend.
+func New(c client.Client, s *runtime.Scheme) *Backend { return &Backend{Client: c, Scheme: s} }
+
+// Kind implements backends.Backend.
+func (b *Backend) Kind() string { return Kind }
+
+// Objects implements backends.Backend.
+func (b *Backend) Objects() []client.Object { return []client.Object{&appsv1.Deployment{}} }
+
+// ScaleDownRemovesUnreadyFirst implements backends.UnreadyFirstScaler: a ReplicaSet
+// deletes not-ready pods before ready ones.
+func (b *Backend) ScaleDownRemovesUnreadyFirst() bool { return true }
+
+// Ensure implements backends.Backend.
+func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
+	for _, sw := range pool.Services {
+		if err := b.ensureOne(ctx, dgd, sw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Backend) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) error {
+	want, err := b.render(dgd, sw)
+	if err != nil {
+		return err
+	}
+	var have appsv1.Deployment
+	err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
+	if apierrors.IsNotFound(err) {
+		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating Deployment %s/%s: %w", want.Namespace, want.Name, err)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("getting Deployment %s/%s: %w", want.Namespace, want.Name, err)
+	}
+	if !metav1.IsControlledBy(&have, dgd) {
+		return fmt.Errorf("Deployment %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
+	}
+	if sw.Hash != "" {
+		return nil // a worker revision's template never changes; Scale moves replicas
+	}
+	return b.updateStable(ctx, &have, want)
+}
+
+// updateStable updates a stable workload in place (template, labels, replicas) only when
+// something the operator renders differs.
+func (b *Backend) updateStable(ctx context.Context, have, want *appsv1.Deployment) error {
+	same := have.Annotations[backends.AnnotationTemplateHash] == want.Annotations[backends.AnnotationTemplateHash] &&
+		ptr.Deref(have.Spec.Replicas, 1) == ptr.Deref(want.Spec.Replicas, 1)
+	if same {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	if have.Annotations == nil {
+		have.Annotations = map[string]string{}
+	}
+	maps.Copy(have.Labels, want.Labels)
+	have.Annotations[backends.AnnotationTemplateHash] = want.Annotations[backends.AnnotationTemplateHash]
+	have.Spec.Replicas = want.Spec.Replicas
+	have.Spec.Template = want.Spec.Template
+	if err := b.Client.Patch(ctx, have, patch); err != nil {
+		return fmt.Errorf("updating Deployment %s/%s: %w", have.Namespace, have.Name, err)
+	}
+	return nil
+}
+
+func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*appsv1.Deployment, error) {
+	tmpl, err := backends.PodTemplate(dgd, sw.Service, sw.Hash, sw.Spec, dgd.Spec.Envs)
+	if err != nil {
+		return nil, err
+	}
+	labels := backends.Labels(dgd, sw.Service, sw.Hash)
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        backends.WorkloadName(dgd.Name, sw.Service, sw.Hash),
+			Namespace:   dgd.Namespace,
+			Labels:      labels,
+			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash(tmpl)},
+		},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(sw.Replicas),
+			Selector: selector(dgd, sw),
+			Template: tmpl,
+		},
+	}
+	if sw.Hash != "" {
+		// The template of a worker revision never changes, so the Deployment's own rolling
+		// update never runs; Recreate keeps it from surging if someone edits it by hand.
+		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
+	}
+	if err := controllerutil.SetControllerReference(dgd, d, b.Scheme); err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// selector selects the pods of one workload. A stable workload's selector also requires
+// the worker-hash label to be absent, so it can never adopt worker pods of the service.
+func selector(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) *metav1.LabelSelector {
+	s := &metav1.LabelSelector{MatchLabels: backends.SelectorLabels(dgd, sw.Service, sw.Hash)}
+	if sw.Hash == "" {
+		s.MatchExpressions = []metav1.LabelSelectorRequirement{{
+			Key: v1alpha1.LabelWorkerHash, Operator: metav1.LabelSelectorOpDoesNotExist}}
+	}
+	return s
+}
+
+// Observe implements backends.Backend.
+func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
+	var list appsv1.DeploymentList
+	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
+		client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}); err != nil {
+		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	var out []backends.Workload
+	for i := range list.Items {
+		d := &list.Items[i]
+		if !metav1.IsControlledBy(d, dgd) {
+			continue
+		}
+		out = append(out, backends.Workload{
+			Key:      backends.Key{Service: d.Labels[v1alpha1.LabelService], Hash: d.Labels[v1alpha1.LabelWorkerHash]},
+			Kind:     Kind,
+			Name:     d.Name,
+			Replicas: ptr.Deref(d.Spec.Replicas, 1),
+			Ready:    d.Status.AvailableReplicas,
+			Updated:  d.Status.UpdatedReplicas,
+			Current:  d.Status.Replicas,
+			Stale:    d.Status.ObservedGeneration < d.Generation,
+		})
+	}
+	return out, nil
+}
+
+// Scale implements backends.Backend.
+func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
+	var d appsv1.Deployment
+	name := backends.WorkloadName(dgd.Name, key.Service, key.Hash)
+	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: dgd.Namespace, Name: name}, &d); err != nil {
+		return fmt.Errorf("getting Deployment %s/%s: %w", dgd.Namespace, name, err)
+	}
+	if ptr.Deref(d.Spec.Replicas, 1) == replicas {
+		return nil
+	}
+	patch := client.MergeFrom(d.DeepCopy())
+	d.Spec.Replicas = ptr.To(replicas)
+	if err := b.Client.Patch(ctx, &d, patch); err != nil {
+		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", dgd.Namespace, name, replicas, err)
+	}
+	return nil
+}
+
+// Delete implements backends.Backend.
+func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
+		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}
+	err := b.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Deployment %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return nil
+}

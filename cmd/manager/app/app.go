@@ -1,0 +1,67 @@
+// Package app wires the operator: the scheme, the manager options and the registered
+// backends. cmd/manager, `make run` (hack/localrun) and the test suites share it, so
+// they run exactly the operator that ships.
+package app
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/revisions"
+)
+
+// NewScheme returns a scheme with every type the operator reads or writes.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		panic(err) // static registration; cannot fail
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// CacheOptions caches only the pods of DGDs: a cluster's other pods are none of ours.
+func CacheOptions() cache.Options {
+	ofDGD, err := labels.NewRequirement(v1alpha1.LabelGraph, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Pod{}: {Label: labels.NewSelector().Add(*ofDGD)},
+	}}
+}
+
+// Backends registers every backend this build runs, explicitly.
+func Backends(mgr ctrl.Manager) *backends.Registry {
+	return backends.NewRegistry().
+		Register(v1alpha1.BackendDeployment, deployment.New(mgr.GetClient(), mgr.GetScheme()))
+}
+
+// Setup adds the DynamoGraphDeployment controller to mgr.
+func Setup(mgr ctrl.Manager) error {
+	r := &controllers.Reconciler{
+		Client:   mgr.GetClient(),
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("dgd-rollout"),
+		Backends: Backends(mgr),
+		History:  revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("setting up the DynamoGraphDeployment controller: %w", err)
+	}
+	return nil
+}

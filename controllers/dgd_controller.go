@@ -1,0 +1,114 @@
+// Package controllers holds the DynamoGraphDeployment reconciler. It is thin: it wires
+// the revision history (revisions), the pure rollout planner (controllers/planner) and
+// the workload backends (backends), and writes the DGD status once per pass.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/revisions"
+)
+
+// Reconciler reconciles DynamoGraphDeployments.
+type Reconciler struct {
+	Client   client.Client
+	Scheme   *runtime.Scheme
+	Recorder events.EventRecorder
+	Backends *backends.Registry
+	History  revisions.Interface
+	// Now is the clock; tests may replace it.
+	Now func() time.Time
+}
+
+// +kubebuilder:rbac:groups=nvidia.com,resources=dynamographdeployments,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=nvidia.com,resources=dynamographdeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=nvidia.com,resources=dynamographdeployments/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=controllerrevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile brings one DGD a step closer to its spec. It reads as a priority list:
+// deleted, invalid, revisions, observe, stable services, worker rollout, cleanup, status.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var dgd v1alpha1.DynamoGraphDeployment
+	if err := r.Client.Get(ctx, req.NamespacedName, &dgd); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !dgd.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // owner references garbage-collect every workload and revision
+	}
+	p := &pass{r: r, dgd: &dgd, old: dgd.Status.DeepCopy(), now: r.now()}
+	err := p.sync(ctx)
+	var invalid *invalidSpecError
+	if errors.As(err, &invalid) {
+		p.markInvalid(invalid)
+		err = nil
+	}
+	if serr := p.writeStatus(ctx); serr != nil && err == nil {
+		err = serr
+	}
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("conflict, requeueing", "error", err.Error())
+			return ctrl.Result{Requeue: true}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// SetupWithManager registers the reconciler: it owns every backend's workload kind and
+// the ControllerRevisions, and hears pod deletions (Recreate waits for pods to be gone).
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	b := ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.DynamoGraphDeployment{}).
+		Owns(&appsv1.ControllerRevision{}).
+		Named("dynamographdeployment")
+	for _, be := range r.Backends.All() {
+		for _, obj := range be.Objects() {
+			b = b.Owns(obj)
+		}
+	}
+	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
+		builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return false },
+			UpdateFunc:  func(event.UpdateEvent) bool { return false },
+			DeleteFunc:  func(event.DeleteEvent) bool { return true },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		}))
+	return b.Complete(r)
+}
+
+func podToDGD(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[v1alpha1.LabelGraph]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}

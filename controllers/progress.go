@@ -1,0 +1,133 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/planner"
+)
+
+// fillRollout sets status.rollingUpdate from the plan: phase, times, updated services,
+// and the progress deadline. It emits an Event on every phase change and on every
+// pass that moved replicas. Only transitions set times, so a pass that changes nothing
+// writes nothing.
+func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
+	prev := p.old.RollingUpdate
+	ru := &v1alpha1.RollingUpdateStatus{}
+	if prev != nil && p.old.UpdateRevision == st.UpdateRevision {
+		*ru = *prev.DeepCopy()
+	} else {
+		ru.StartTime = ptrTime(p.now)
+		ru.LastProgressTime = ptrTime(p.now)
+		if p.hasOldWorkers() {
+			p.event("Normal", "RolloutStarted", fmt.Sprintf("rolling workers to revision %d (%s)", st.UpdateRevisionNumber, p.updateHash()))
+		}
+	}
+	ru.UpdatedServices = p.updatedServices()
+	phase, reason, msg := p.phaseOf()
+	if len(p.wrote) > 0 || p.updatedReadyGrew(st) || (prev != nil && prev.Phase == v1alpha1.RolloutPaused && phase != v1alpha1.RolloutPaused) {
+		ru.LastProgressTime = ptrTime(p.now)
+	}
+	if len(p.wrote) > 0 {
+		p.event("Normal", "RolloutStep", "scaled "+strings.Join(p.wrote, ", "))
+	}
+	if phase == v1alpha1.RolloutInProgress {
+		deadline := time.Duration(*p.dgd.RolloutOrDefault().ProgressDeadlineSeconds) * time.Second
+		left := ru.LastProgressTime.Add(deadline).Sub(p.now)
+		if left <= 0 {
+			phase, reason = v1alpha1.RolloutFailed, "ProgressDeadlineExceeded"
+			msg = fmt.Sprintf("no progress for %s: %s", deadline, msg)
+		} else {
+			p.requeueAfter = left + time.Second
+		}
+	}
+	if phase == v1alpha1.RolloutCompleted && ru.EndTime == nil {
+		ru.EndTime = ptrTime(p.now)
+	}
+	if phase != v1alpha1.RolloutCompleted {
+		ru.EndTime = nil
+	}
+	if prev == nil || prev.Phase != phase || prev.Reason != reason {
+		p.eventForPhase(phase, reason, msg)
+	}
+	ru.Phase, ru.Reason, ru.Message = phase, reason, msg
+	st.RollingUpdate = ru
+}
+
+// phaseOf maps the plan to a rollout phase, reason and message.
+func (p *pass) phaseOf() (v1alpha1.RolloutPhase, string, string) {
+	switch {
+	case p.plan.Done:
+		return v1alpha1.RolloutCompleted, "RolloutCompleted", fmt.Sprintf("every worker is on revision %d", p.revs.Update.Revision)
+	case p.plan.Phase == planner.PhasePartitioned:
+		return v1alpha1.RolloutPaused, "Partitioned", p.plan.Reason
+	case p.plan.Phase == planner.PhasePaused:
+		return v1alpha1.RolloutPaused, "Paused", p.plan.Reason
+	default:
+		return v1alpha1.RolloutInProgress, "RollingUpdate", p.plan.Reason
+	}
+}
+
+func (p *pass) eventForPhase(phase v1alpha1.RolloutPhase, reason, msg string) {
+	switch phase {
+	case v1alpha1.RolloutCompleted:
+		p.event("Normal", "RolloutCompleted", msg)
+	case v1alpha1.RolloutPaused:
+		p.event("Normal", "Rollout"+reason, msg)
+	case v1alpha1.RolloutFailed:
+		p.event("Warning", reason, msg)
+	}
+}
+
+// updatedReadyGrew reports whether more update-revision replicas are ready than the last
+// status said: readiness is progress even when nothing was scaled.
+func (p *pass) updatedReadyGrew(st *v1alpha1.DynamoGraphDeploymentStatus) bool {
+	return st.UpdatedReadyReplicas > p.old.UpdatedReadyReplicas
+}
+
+// updatedServices lists the worker services whose every desired replica is on the update
+// revision and ready.
+func (p *pass) updatedServices() []string {
+	var out []string
+	update := p.updateHash()
+	for _, name := range p.dgd.WorkerServiceNames() {
+		var ready, old int32
+		for _, w := range p.workers() {
+			switch {
+			case w.Service != name:
+			case w.Hash == update:
+				ready += w.Ready
+			default:
+				old += w.Replicas
+			}
+		}
+		if old == 0 && ready >= p.dgd.Spec.Services[name].DesiredReplicas() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func (p *pass) hasOldWorkers() bool {
+	for _, w := range p.workers() {
+		if w.Hash != p.updateHash() {
+			return true
+		}
+	}
+	return false
+}
+
+func (p *pass) event(kind, reason, msg string) {
+	if p.r.Recorder != nil {
+		p.r.Recorder.Eventf(p.dgd, nil, kind, reason, "Rollout", "%s", msg)
+	}
+}
+
+func ptrTime(t time.Time) *metav1.Time {
+	mt := metav1.NewTime(t)
+	return &mt
+}

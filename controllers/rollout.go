@@ -1,0 +1,171 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/planner"
+)
+
+// rollout asks the planner for this pass's replica targets and applies them: every
+// decrease first, then every increase (creating missing workloads of the update
+// revision), so that surge and availability hold between the individual writes too.
+func (p *pass) rollout(ctx context.Context) error {
+	p.plan = planner.Compute(p.plannerInput())
+	if err := p.applyDecreases(ctx); err != nil {
+		return err
+	}
+	return p.applyIncreases(ctx)
+}
+
+func (p *pass) plannerInput() planner.Input {
+	ro := p.dgd.RolloutOrDefault()
+	in := planner.Input{
+		Spec: planner.Spec{
+			Strategy:  planner.Strategy(ro.Strategy),
+			Paused:    ro.Paused,
+			Partition: toIntOrPercent(ro.Partition),
+		},
+		UpdateRevision: p.revs.Update.Revision,
+	}
+	seen := map[string]bool{}
+	for _, name := range p.dgd.WorkerServiceNames() {
+		svc := p.dgd.Spec.Services[name]
+		in.Spec.Services = append(in.Spec.Services, planner.ServiceSpec{
+			Name:           name,
+			Role:           svc.Role(),
+			Replicas:       svc.DesiredReplicas(),
+			MaxSurge:       *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxSurge, ro.MaxSurge)),
+			MaxUnavailable: *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxUnavailable, ro.MaxUnavailable)),
+			UnreadyFirst:   backends.RemovesUnreadyFirst(p.backendOf[name]),
+		})
+		seen[name] = true
+	}
+	for _, w := range p.workers() {
+		if !seen[w.Service] { // a worker service removed from the spec drains with its pool
+			seen[w.Service] = true
+			in.Spec.Services = append(in.Spec.Services, planner.ServiceSpec{
+				Name: w.Service, Role: v1alpha1.ComponentTypeWorker,
+				MaxSurge: *toIntOrPercent(ro.MaxSurge), MaxUnavailable: *toIntOrPercent(ro.MaxUnavailable),
+				UnreadyFirst: backends.RemovesUnreadyFirst(w.backend),
+			})
+		}
+		in.Workloads = append(in.Workloads, planner.Workload{
+			Service:  w.Service,
+			Revision: p.revisionOf(w.Hash),
+			Spec:     w.Replicas,
+			Current:  max(w.Current, w.pods),
+			Ready:    min(w.Ready, w.Replicas),
+		})
+	}
+	return in
+}
+
+// workers are the observed worker workloads (every revision).
+func (p *pass) workers() []observed {
+	var out []observed
+	for _, w := range p.workloads {
+		if w.Hash != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// revisionOf is the ControllerRevision number of a worker hash; a workload whose
+// revision was deleted counts as the oldest (0), so it drains last-but-safely.
+func (p *pass) revisionOf(hash string) int64 {
+	if hash == p.updateHash() {
+		return p.revs.Update.Revision
+	}
+	return p.revNumber[hash]
+}
+
+// target is the planned replica count of a workload, or def when the plan has none.
+func (p *pass) target(k backends.Key, def int32) int32 {
+	rev := p.revisionOf(k.Hash)
+	for _, t := range p.plan.Targets {
+		if t.Service == k.Service && t.Revision == rev {
+			return t.Replicas
+		}
+	}
+	return def
+}
+
+func (p *pass) applyDecreases(ctx context.Context) error {
+	for _, w := range p.workers() {
+		if t := p.target(w.Key, w.Replicas); t < w.Replicas {
+			if err := w.backend.Scale(ctx, p.dgd, w.Key, t); err != nil {
+				return err
+			}
+			p.wrote = append(p.wrote, fmt.Sprintf("%s %d→%d", w.Name, w.Replicas, t))
+		}
+	}
+	return nil
+}
+
+// applyIncreases scales up existing workloads of the plan and creates the update
+// revision's missing workloads (one Ensure per backend, so a backend that keeps a whole
+// revision in one object sees the pool together).
+func (p *pass) applyIncreases(ctx context.Context) error {
+	existing := map[backends.Key]observed{}
+	for _, w := range p.workers() {
+		existing[w.Key] = w
+		if t := p.target(w.Key, w.Replicas); t > w.Replicas {
+			if err := w.backend.Scale(ctx, p.dgd, w.Key, t); err != nil {
+				return err
+			}
+			p.wrote = append(p.wrote, fmt.Sprintf("%s %d→%d", w.Name, w.Replicas, t))
+		}
+	}
+	pools := map[backends.Backend]*backends.Pool{}
+	var order []backends.Backend
+	for _, name := range p.dgd.WorkerServiceNames() {
+		key := backends.Key{Service: name, Hash: p.updateHash()}
+		t := p.target(key, 0)
+		if _, ok := existing[key]; ok || t == 0 {
+			continue
+		}
+		b := p.backendOf[name]
+		if pools[b] == nil {
+			pools[b] = &backends.Pool{Hash: key.Hash}
+			order = append(order, b)
+		}
+		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
+			Key: key, Spec: p.dgd.Spec.Services[name], Replicas: t})
+		p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", backends.WorkloadName(p.dgd.Name, name, key.Hash), t))
+	}
+	sort.SliceStable(order, func(i, j int) bool { return order[i].Kind() < order[j].Kind() })
+	for _, b := range order {
+		if err := b.Ensure(ctx, p.dgd, *pools[b]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// override returns a service's rolling-update annotation when set, else def.
+func override(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, annotation string, def *intstr.IntOrString) *intstr.IntOrString {
+	if v, ok := svc.Annotations[annotation]; ok && v != "" {
+		parsed := intstr.Parse(v)
+		return &parsed
+	}
+	return def
+}
+
+func toIntOrPercent(v *intstr.IntOrString) *planner.IntOrPercent {
+	if v == nil {
+		return nil
+	}
+	if v.Type == intstr.Int {
+		return &planner.IntOrPercent{Value: v.IntVal}
+	}
+	var n int32
+	_, _ = fmt.Sscanf(v.StrVal, "%d%%", &n)
+	return &planner.IntOrPercent{Value: n, Percent: true}
+}

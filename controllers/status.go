@@ -1,0 +1,192 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/planner"
+)
+
+// writeStatus computes the status of this pass and writes it only when it changed.
+func (p *pass) writeStatus(ctx context.Context) error {
+	st := p.dgd.Status.DeepCopy()
+	st.ObservedGeneration = p.dgd.Generation
+	if p.invalid == nil && p.revs.Update != nil {
+		p.fillCounts(st)
+		p.fillRevisions(st)
+		p.fillRollout(st)
+		p.fillConditions(st)
+	}
+	if equality.Semantic.DeepEqual(st, p.old) {
+		return nil
+	}
+	p.dgd.Status = *st
+	if err := p.r.Client.Status().Update(ctx, p.dgd); err != nil {
+		return fmt.Errorf("updating status of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
+	}
+	return nil
+}
+
+// fillCounts sets the per-service and total replica counts from the observed workloads.
+func (p *pass) fillCounts(st *v1alpha1.DynamoGraphDeploymentStatus) {
+	update := p.updateHash()
+	services := map[string]v1alpha1.ServiceStatus{}
+	var ready, desired int32
+	st.Replicas, st.ReadyReplicas, st.UpdatedReplicas, st.AvailableReplicas, st.UpdatedReadyReplicas = 0, 0, 0, 0, 0
+	for _, name := range p.dgd.ServiceNames() {
+		svc := p.dgd.Spec.Services[name]
+		ss := v1alpha1.ServiceStatus{ComponentType: svc.ComponentType, WorkloadKind: p.backendOf[name].Kind()}
+		for _, w := range p.sortedWorkloadsOf(name) {
+			ss.Replicas += w.Replicas
+			ss.ReadyReplicas += w.Ready
+			ss.AvailableReplicas += w.Ready
+			if w.Hash == update || (w.Hash == "" && !svc.IsWorker()) {
+				ss.UpdatedReplicas += updatedOf(w)
+			}
+			if w.Hash != "" && w.Hash == update {
+				st.UpdatedReadyReplicas += w.Ready
+			}
+			ss.Workloads = append(ss.Workloads, v1alpha1.WorkloadStatus{Name: w.Name, Revision: p.revisionOfWorkload(w), Replicas: w.Replicas, ReadyReplicas: w.Ready})
+			if w.Replicas > 0 || w.pods > 0 {
+				ss.RuntimeNamespaces = appendUnique(ss.RuntimeNamespaces, backends.EffectiveNamespace(p.dgd, w.Hash != "", w.Hash))
+			}
+		}
+		services[name] = ss
+		ready += ss.ReadyReplicas
+		desired += svc.DesiredReplicas()
+		if svc.IsWorker() {
+			st.Replicas += ss.Replicas
+			st.ReadyReplicas += ss.ReadyReplicas
+			st.UpdatedReplicas += ss.UpdatedReplicas
+			st.AvailableReplicas += ss.AvailableReplicas
+		}
+	}
+	st.Services = services
+	st.Ready = fmt.Sprintf("%d/%d", ready, desired)
+}
+
+// updatedOf counts a workload's up-to-date replicas: all of a worker revision's (its
+// template never changes), the reported updated count of a stable one.
+func updatedOf(w observed) int32 {
+	if w.Hash != "" {
+		return w.Replicas
+	}
+	return min(w.Updated, w.Replicas)
+}
+
+func (p *pass) revisionOfWorkload(w observed) int64 {
+	if w.Hash == "" {
+		return 0
+	}
+	return p.revisionOf(w.Hash)
+}
+
+// sortedWorkloadsOf lists a service's workloads, newest revision first.
+func (p *pass) sortedWorkloadsOf(service string) []observed {
+	var out []observed
+	for _, w := range p.workloads {
+		if w.Service == service {
+			out = append(out, w)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return p.revisionOf(out[i].Hash) > p.revisionOf(out[j].Hash) })
+	return out
+}
+
+func (p *pass) fillRevisions(st *v1alpha1.DynamoGraphDeploymentStatus) {
+	st.UpdateRevision = p.revs.Update.Name
+	st.UpdateRevisionNumber = p.revs.Update.Revision
+	st.CollisionCount = &p.revs.CollisionCount
+	switch {
+	case p.plan.Done:
+		st.CurrentRevision = p.revs.Update.Name
+	case p.revs.Current != nil:
+		st.CurrentRevision = p.revs.Current.Name
+	default:
+		st.CurrentRevision = p.revs.Update.Name
+	}
+}
+
+func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
+	gen := p.dgd.Generation
+	set := func(t string, s metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(p.now)})
+	}
+	if short := p.belowFloor(st); short != "" {
+		set(v1alpha1.ConditionAvailable, metav1.ConditionFalse, "MinimumReplicasUnavailable", short)
+	} else {
+		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, "MinimumReplicasAvailable", "every service has at least its minimum available replicas")
+	}
+	ru := st.RollingUpdate
+	switch ru.Phase {
+	case v1alpha1.RolloutFailed:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "ProgressDeadlineExceeded", ru.Message)
+	case v1alpha1.RolloutPaused:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionUnknown, ru.Reason, ru.Message)
+	case v1alpha1.RolloutCompleted:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "NewRevisionAvailable", fmt.Sprintf("revision %d is rolled out", st.UpdateRevisionNumber))
+	default:
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutInProgress", ru.Message)
+	}
+	if ru.Phase == v1alpha1.RolloutCompleted && p.allReady(st) {
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "AllReplicasReady", "every service has all its replicas ready on the update revision")
+	} else {
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "ReplicasNotReady", fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase))
+	}
+}
+
+// belowFloor names the first service whose ready replicas are below desired minus
+// maxUnavailable, or returns "".
+func (p *pass) belowFloor(st *v1alpha1.DynamoGraphDeploymentStatus) string {
+	in := p.plannerInput()
+	for _, s := range in.Spec.Services {
+		_, unav := planner.ResolveBudgets(s)
+		if got := st.Services[s.Name].ReadyReplicas; got < s.Replicas-unav {
+			return fmt.Sprintf("service %s has %d ready replicas, needs at least %d", s.Name, got, s.Replicas-unav)
+		}
+	}
+	for _, name := range p.dgd.ServiceNames() {
+		svc := p.dgd.Spec.Services[name]
+		if !svc.IsWorker() && svc.DesiredReplicas() > 0 && st.Services[name].ReadyReplicas == 0 {
+			return fmt.Sprintf("service %s has no ready replicas", name)
+		}
+	}
+	return ""
+}
+
+func (p *pass) allReady(st *v1alpha1.DynamoGraphDeploymentStatus) bool {
+	for _, name := range p.dgd.ServiceNames() {
+		s := st.Services[name]
+		if want := p.dgd.Spec.Services[name].DesiredReplicas(); s.ReadyReplicas < want || s.UpdatedReplicas < want {
+			return false
+		}
+	}
+	return true
+}
+
+// markInvalid reports a spec no retry can fix: Ready False, a warning Event.
+func (p *pass) markInvalid(e *invalidSpecError) {
+	p.invalid = e
+	st := &p.dgd.Status
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
+		Reason: "InvalidSpec", Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
+	if p.old.ObservedGeneration != p.dgd.Generation || !meta.IsStatusConditionPresentAndEqual(p.old.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse) {
+		p.event("Warning", "InvalidSpec", e.msg)
+	}
+}
+
+func appendUnique(list []string, s string) []string {
+	for _, x := range list {
+		if x == s {
+			return list
+		}
+	}
+	return append(list, s)
+}

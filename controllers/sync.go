@@ -1,0 +1,217 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/planner"
+	"github.com/dgd-rollout/operator/revisions"
+)
+
+// pass is the state of one reconcile of one DGD. Everything it needs is read from the
+// API (workloads, pods, ControllerRevisions, the DGD status): nothing lives only in
+// memory between passes, so a restarted operator continues where the last one stopped.
+type pass struct {
+	r   *Reconciler
+	dgd *v1alpha1.DynamoGraphDeployment
+	old *v1alpha1.DynamoGraphDeploymentStatus
+	now time.Time
+
+	backendOf    map[string]backends.Backend // service -> backend
+	workloads    []observed
+	revs         revisions.Result
+	revNumber    map[string]int64 // worker hash -> ControllerRevision number
+	plan         planner.Plan
+	wrote        []string // human-readable writes made this pass, for events and progress
+	invalid      *invalidSpecError
+	requeueAfter time.Duration
+}
+
+// observed is a workload with the backend that manages it and its live pod count.
+type observed struct {
+	backends.Workload
+	backend backends.Backend
+	pods    int32 // replicas with pods still present (terminating ones included)
+}
+
+// validBudget matches a maxSurge / maxUnavailable annotation value: "2" or "25%".
+var validBudget = regexp.MustCompile(`^[0-9]+%?$`)
+
+// invalidSpecError is a problem with the DGD spec that no retry can fix.
+type invalidSpecError struct{ msg string }
+
+func (e *invalidSpecError) Error() string { return e.msg }
+
+func (p *pass) sync(ctx context.Context) error {
+	if err := p.resolveBackends(); err != nil {
+		return err
+	}
+	if err := p.observe(ctx); err != nil {
+		return err
+	}
+	res, err := revisions.Sync(ctx, p.r.History, p.dgd, p.hashesInUse())
+	if err != nil {
+		return fmt.Errorf("syncing revisions: %w", err)
+	}
+	p.revs = res
+	p.revNumber = map[string]int64{}
+	for _, rev := range res.Revisions {
+		p.revNumber[revisions.HashOf(rev)] = rev.Revision
+	}
+	if err := p.syncStable(ctx); err != nil {
+		return err
+	}
+	if err := p.rollout(ctx); err != nil {
+		return err
+	}
+	return p.cleanup(ctx)
+}
+
+// resolveBackends picks every service's backend and renders every service's pod
+// template once, so that a bad spec is reported before anything is written.
+func (p *pass) resolveBackends() error {
+	p.backendOf = map[string]backends.Backend{}
+	for _, name := range p.dgd.ServiceNames() {
+		svc := p.dgd.Spec.Services[name]
+		b, err := p.r.Backends.For(p.dgd, svc)
+		if err != nil {
+			return &invalidSpecError{msg: fmt.Sprintf("spec.services[%s]: %v", name, err)}
+		}
+		if _, err := backends.PodTemplate(p.dgd, name, "x", svc, p.dgd.Spec.Envs); err != nil {
+			return &invalidSpecError{msg: err.Error()}
+		}
+		for _, a := range []string{v1alpha1.AnnotationMaxSurge, v1alpha1.AnnotationMaxUnavailable} {
+			if v, ok := svc.Annotations[a]; ok && !validBudget.MatchString(v) {
+				return &invalidSpecError{msg: fmt.Sprintf("spec.services[%s].annotations[%s]: %q is not a non-negative integer or percentage", name, a, v)}
+			}
+		}
+		p.backendOf[name] = b
+	}
+	return nil
+}
+
+// observe lists the DGD's workloads on every registered backend and counts their pods.
+func (p *pass) observe(ctx context.Context) error {
+	pods, err := p.countPods(ctx)
+	if err != nil {
+		return err
+	}
+	p.workloads = nil
+	for _, b := range p.r.Backends.All() {
+		ws, err := b.Observe(ctx, p.dgd)
+		if err != nil {
+			return err
+		}
+		for _, w := range ws {
+			p.workloads = append(p.workloads, observed{Workload: w, backend: b, pods: pods[w.Key]})
+		}
+	}
+	sort.Slice(p.workloads, func(i, j int) bool { return p.workloads[i].Name < p.workloads[j].Name })
+	return nil
+}
+
+// countPods counts, per workload, the replicas that still have pods (a gang counts while
+// any of its pods is left). Deployment status excludes terminating pods; Recreate must
+// wait for them too.
+func (p *pass) countPods(ctx context.Context) (map[backends.Key]int32, error) {
+	var pods corev1.PodList
+	if err := p.r.Client.List(ctx, &pods, client.InNamespace(p.dgd.Namespace),
+		client.MatchingLabels{v1alpha1.LabelGraph: p.dgd.Name}); err != nil {
+		return nil, fmt.Errorf("listing pods of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
+	}
+	n := map[backends.Key]int32{}
+	for i := range pods.Items {
+		l := pods.Items[i].Labels
+		n[backends.Key{Service: l[v1alpha1.LabelService], Hash: l[v1alpha1.LabelWorkerHash]}]++
+	}
+	for k, v := range n {
+		if svc := p.dgd.Spec.Services[k.Service]; svc != nil && svc.NodeCount() > 1 {
+			n[k] = (v + svc.NodeCount() - 1) / svc.NodeCount()
+		}
+	}
+	return n, nil
+}
+
+func (p *pass) hashesInUse() sets.Set[string] {
+	in := sets.New[string]()
+	for _, w := range p.workloads {
+		if w.Hash != "" {
+			in.Insert(w.Hash)
+		}
+	}
+	return in
+}
+
+// syncStable creates or updates in place every non-worker service (frontend, planner,
+// anything else) and deletes stable workloads of services that are gone.
+func (p *pass) syncStable(ctx context.Context) error {
+	pools := map[backends.Backend]*backends.Pool{}
+	var order []backends.Backend
+	for _, name := range p.dgd.ServiceNames() {
+		svc := p.dgd.Spec.Services[name]
+		if svc.IsWorker() {
+			continue
+		}
+		b := p.backendOf[name]
+		if pools[b] == nil {
+			pools[b] = &backends.Pool{}
+			order = append(order, b)
+		}
+		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
+			Key: backends.Key{Service: name}, Spec: svc, Replicas: svc.DesiredReplicas()})
+	}
+	for _, b := range order {
+		if err := b.Ensure(ctx, p.dgd, *pools[b]); err != nil {
+			return err
+		}
+	}
+	for _, w := range p.workloads {
+		if w.Hash != "" {
+			continue
+		}
+		if svc := p.dgd.Spec.Services[w.Service]; svc == nil || svc.IsWorker() || p.backendOf[w.Service] != w.backend {
+			if err := w.backend.Delete(ctx, p.dgd, w.Key); err != nil {
+				return err
+			}
+			p.wrote = append(p.wrote, fmt.Sprintf("deleted %s %s", w.Kind, w.Name))
+		}
+	}
+	return nil
+}
+
+// cleanup deletes the workloads of old revisions once their whole pool is drained: every
+// workload at zero replicas and no pods left.
+func (p *pass) cleanup(ctx context.Context) error {
+	update := p.updateHash()
+	drained := map[string]bool{}
+	for _, w := range p.workloads {
+		if w.Hash == "" || w.Hash == update {
+			continue
+		}
+		if _, seen := drained[w.Hash]; !seen {
+			drained[w.Hash] = true
+		}
+		if p.target(w.Key, w.Replicas) > 0 || w.pods > 0 || w.Current > 0 {
+			drained[w.Hash] = false
+		}
+	}
+	for _, w := range p.workloads {
+		if w.Hash != "" && drained[w.Hash] {
+			if err := w.backend.Delete(ctx, p.dgd, w.Key); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (p *pass) updateHash() string { return revisions.HashOf(p.revs.Update) }

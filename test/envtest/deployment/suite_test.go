@@ -1,0 +1,42 @@
+// Package deployment_test runs the operator against a real API server with the
+// Deployment backend, playing the Deployment controller by patching Deployment status.
+package deployment_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+var (
+	env *harness.Env
+	ctx = context.Background()
+	nsN int
+)
+
+func TestDeploymentBackend(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Deployment backend (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	var err error
+	env, err = harness.Start(true)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+})
+
+// newNamespace gives every spec its own namespace.
+func newNamespace() string {
+	nsN++
+	ns := fmt.Sprintf("dep-%d", nsN)
+	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	return ns
+}

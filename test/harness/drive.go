@@ -1,0 +1,62 @@
+package harness
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/dgd-rollout/operator/test/invariants"
+)
+
+// SettleTimeout bounds how long Drive waits for the operator to act on a change.
+var SettleTimeout = 30 * time.Second
+
+// WaitSettled polls until the operator has acted on everything it can see (see
+// Snapshot.Settled) and returns that state.
+func (e *Env) WaitSettled(ctx context.Context, ns, name string) (Snapshot, error) {
+	deadline := time.Now().Add(SettleTimeout)
+	for {
+		s, err := e.Take(ctx, ns, name)
+		if err == nil && s.Settled() {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("%s/%s did not settle within %s (last error %v): status %+v", ns, name, SettleTimeout, err, s.DGD.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Drive plays the Deployment controller step by step: wait until the operator settles,
+// check every invariant on that state, stop when done says so, else make up to grow
+// more replicas of every Deployment ready (grow < 0: all) and repeat. It fails when a
+// step changes nothing yet done is false (a hold the caller did not expect), and returns
+// every settled state.
+func (e *Env) Drive(ctx context.Context, ns, name string, grow int32, maxSteps int, done func(Snapshot) bool) ([]Snapshot, error) {
+	var steps []Snapshot
+	var floorOK map[string]bool
+	for i := 0; i < maxSteps; i++ {
+		s, err := e.WaitSettled(ctx, ns, name)
+		if err != nil {
+			return steps, err
+		}
+		steps = append(steps, s)
+		services := invariants.ServicesOf(&s.DGD)
+		if v := invariants.Check(services, s.Workloads, floorOK); len(v) > 0 {
+			return steps, fmt.Errorf("step %d: %s; replicas %v", i, strings.Join(v, "; "), s.Replicas())
+		}
+		floorOK = invariants.FloorHolds(services, s.Workloads)
+		if done(s) {
+			return steps, nil
+		}
+		changed, err := e.PlayDeployments(ctx, ns, name, grow)
+		if err != nil {
+			return steps, err
+		}
+		if !changed {
+			return steps, fmt.Errorf("step %d: nothing left to make ready but not done: phase %v, replicas %v", i, s.DGD.Status.RollingUpdate, s.Replicas())
+		}
+	}
+	return steps, fmt.Errorf("not done after %d steps", maxSteps)
+}

@@ -1,0 +1,174 @@
+// Package invariants checks ROLLOUT.md's rollout invariants on an observed state of a
+// DGD's worker workloads. It is written independently of the planner so that tests do
+// not grade the planner with its own arithmetic. The envtest suites check it at every
+// settled step; the end-to-end watcher at every observed event.
+package invariants
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// Workload is one observed worker workload.
+type Workload struct {
+	Service string
+	Hash    string
+	Spec    int32 // replicas the operator set
+	Ready   int32 // ready replicas the workload reports
+}
+
+// Service is what the checks need to know of a worker service.
+type Service struct {
+	Name           string
+	Role           string
+	Replicas       int32
+	Surge, Unavail int32
+}
+
+// ServicesOf resolves every worker service's desired replicas and budgets from a DGD:
+// maxSurge rounds up, maxUnavailable down, per-service annotations override, and when
+// both resolve to 0 surge becomes 1.
+func ServicesOf(dgd *v1alpha1.DynamoGraphDeployment) []Service {
+	ro := dgd.RolloutOrDefault()
+	var out []Service
+	for _, name := range dgd.WorkerServiceNames() {
+		svc := dgd.Spec.Services[name]
+		r := svc.DesiredReplicas()
+		surge := resolve(pick(svc.Annotations[v1alpha1.AnnotationMaxSurge], ro.MaxSurge.String()), r, true)
+		unav := resolve(pick(svc.Annotations[v1alpha1.AnnotationMaxUnavailable], ro.MaxUnavailable.String()), r, false)
+		if surge == 0 && unav == 0 && r > 0 {
+			surge = 1
+		}
+		out = append(out, Service{Name: name, Role: svc.Role(), Replicas: r, Surge: surge, Unavail: unav})
+	}
+	return out
+}
+
+func pick(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+func resolve(v string, total int32, up bool) int32 {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		n, _ := strconv.Atoi(p)
+		f := float64(n) * float64(total) / 100
+		if up {
+			return int32(math.Ceil(f))
+		}
+		return int32(math.Floor(f))
+	}
+	n, _ := strconv.Atoi(v)
+	return int32(n)
+}
+
+// Check returns every violation of surge, ratio / orphan prevention and availability in
+// one state. floorOK lists services whose availability floor held in the previous state;
+// availability is only required of them (a first deploy starts with nothing ready).
+func Check(services []Service, ws []Workload, floorOK map[string]bool) []string {
+	var v []string
+	byName := map[string]Service{}
+	for _, s := range services {
+		byName[s.Name] = s
+		var spec, ready int32
+		for _, w := range ws {
+			if w.Service == s.Name {
+				spec += w.Spec
+				ready += min(w.Ready, w.Spec)
+			}
+		}
+		if spec > s.Replicas+s.Surge {
+			v = append(v, fmt.Sprintf("surge: %s has %d replicas set, more than %d+%d", s.Name, spec, s.Replicas, s.Surge))
+		}
+		if floorOK[s.Name] && ready < s.Replicas-s.Unavail {
+			v = append(v, fmt.Sprintf("availability: %s has %d ready, fewer than %d-%d", s.Name, ready, s.Replicas, s.Unavail))
+		}
+	}
+	return append(v, checkPools(byName, ws)...)
+}
+
+// FloorHolds reports, per service, whether its ready replicas meet desired - maxUnavailable.
+func FloorHolds(services []Service, ws []Workload) map[string]bool {
+	ok := map[string]bool{}
+	for _, s := range services {
+		var ready int32
+		for _, w := range ws {
+			if w.Service == s.Name {
+				ready += min(w.Ready, w.Spec)
+			}
+		}
+		ok[s.Name] = ready >= s.Replicas-s.Unavail
+	}
+	return ok
+}
+
+// checkPools checks the ratio and orphan rules inside every revision's pool.
+func checkPools(byName map[string]Service, ws []Workload) []string {
+	pools := map[string]map[string]int32{}
+	for _, w := range ws {
+		if pools[w.Hash] == nil {
+			pools[w.Hash] = map[string]int32{}
+		}
+		pools[w.Hash][w.Service] += w.Spec
+	}
+	var v []string
+	hashes := make([]string, 0, len(pools))
+	for h := range pools {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	for _, h := range hashes {
+		v = append(v, checkPool(h, byName, pools[h])...)
+	}
+	return v
+}
+
+func checkPool(hash string, byName map[string]Service, n map[string]int32) []string {
+	var names []string
+	var total int32
+	for name, s := range byName {
+		if s.Replicas > 0 {
+			names = append(names, name)
+			total += n[name]
+		}
+	}
+	sort.Strings(names)
+	if total == 0 {
+		return nil
+	}
+	var v []string
+	for i, a := range names {
+		if n[a] == 0 {
+			v = append(v, fmt.Sprintf("orphan: pool %s holds %d replicas but none of %s", hash, total, a))
+		}
+		for _, b := range names[i+1:] {
+			ra, rb := float64(byName[a].Replicas), float64(byName[b].Replicas)
+			diff := math.Abs(float64(n[a])/ra - float64(n[b])/rb)
+			if diff > math.Max(1/ra, 1/rb)+1e-9 {
+				v = append(v, fmt.Sprintf("ratio: pool %s has %s=%d/%v and %s=%d/%v", hash, a, n[a], ra, b, n[b], rb))
+			}
+		}
+	}
+	return v
+}
+
+// Isolation checks that no two workloads of different revisions share an effective Dynamo
+// namespace: each worker's namespace is base + "-" + its hash suffix.
+func Isolation(namespaceOf map[string]string) []string {
+	seen := map[string]string{}
+	var v []string
+	for hash, ns := range namespaceOf {
+		if other, ok := seen[ns]; ok && other != hash {
+			v = append(v, fmt.Sprintf("isolation: revisions %s and %s share namespace %s", hash, other, ns))
+		}
+		seen[ns] = hash
+	}
+	return v
+}
