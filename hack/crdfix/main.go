@@ -1,6 +1,7 @@
-// Command crdfix post-processes the generated DynamoGraphDeployment CRD: the embedded
-// PodSpec of extraPodSpec makes `containers` required, but Dynamo manifests give only
-// extraPodSpec.mainContainer, so that requirement is dropped.
+// Command crdfix post-processes the generated DynamoGraphDeployment CRD so that Dynamo's
+// own manifests apply: the embedded PodSpec of extraPodSpec makes `containers` required
+// and the Container type makes mainContainer.name required, but Dynamo manifests give
+// only extraPodSpec.mainContainer, without a name. Both requirements are dropped.
 //
 // Usage: go run ./hack/crdfix config/crd/bases/nvidia.com_dynamographdeployments.yaml
 package main
@@ -41,6 +42,9 @@ func fix(path string) error {
 			return fmt.Errorf("no extraPodSpec in %s", crd.Spec.Versions[i].Name)
 		}
 		eps.Required = without(eps.Required, "containers")
+		main := eps.Properties["mainContainer"]
+		main.Required = without(main.Required, "name") // defaulted to "main" by the operator
+		eps.Properties["mainContainer"] = main
 		svc.Properties["extraPodSpec"] = eps
 	}
 	out, err := yaml.Marshal(&crd)

@@ -10,7 +10,9 @@ import (
 )
 
 // DGD builds DynamoGraphDeployments for tests.
-type DGD struct{ obj *v1alpha1.DynamoGraphDeployment }
+type DGD struct {
+	obj *v1alpha1.DynamoGraphDeployment
+}
 
 // NewDGD starts a DGD with a frontend of one replica.
 func NewDGD(ns, name string) *DGD {

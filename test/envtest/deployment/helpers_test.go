@@ -5,4 +5,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-func metav1GetControllerOf(obj client.Object) *metav1.OwnerReference { return metav1.GetControllerOf(obj) }
+func metav1GetControllerOf(obj client.Object) *metav1.OwnerReference {
+	return metav1.GetControllerOf(obj)
+}

@@ -96,10 +96,10 @@ var _ = Describe("first deploy", func() {
 
 var _ = Describe("image change", func() {
 	for _, tc := range []struct {
-		name           string
-		build          func(ns string) *v1alpha1.DynamoGraphDeployment
-		grow           int32
-		wantMinSteps   int
+		name         string
+		build        func(ns string) *v1alpha1.DynamoGraphDeployment
+		grow         int32
+		wantMinSteps int
 	}{
 		{"aggregated worker R=4, defaults, all ready at once", func(ns string) *v1alpha1.DynamoGraphDeployment {
 			return harness.NewDGD(ns, "agg").Service("worker", "worker", "", 4, "vllm:v1").Obj()
