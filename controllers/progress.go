@@ -33,7 +33,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		ru.LastProgressTime = ptrTime(p.now)
 	}
 	if len(p.wrote) > 0 {
-		p.event("Normal", "RolloutStep", "scaled "+strings.Join(p.wrote, ", "))
+		p.event("Normal", "RolloutStep", strings.Join(p.wrote, ", "))
 	}
 	if phase == v1alpha1.RolloutInProgress {
 		deadline := time.Duration(*p.dgd.RolloutOrDefault().ProgressDeadlineSeconds) * time.Second

@@ -103,7 +103,7 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 			if err := w.backend.Scale(ctx, p.dgd, w.Key, t); err != nil {
 				return err
 			}
-			p.wrote = append(p.wrote, fmt.Sprintf("%s %d→%d", w.Name, w.Replicas, t))
+			p.wrote = append(p.wrote, fmt.Sprintf("scaled %s %d→%d", w.Name, w.Replicas, t))
 		}
 	}
 	return nil
@@ -120,7 +120,7 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 			if err := w.backend.Scale(ctx, p.dgd, w.Key, t); err != nil {
 				return err
 			}
-			p.wrote = append(p.wrote, fmt.Sprintf("%s %d→%d", w.Name, w.Replicas, t))
+			p.wrote = append(p.wrote, fmt.Sprintf("scaled %s %d→%d", w.Name, w.Replicas, t))
 		}
 	}
 	pools := map[backends.Backend]*backends.Pool{}

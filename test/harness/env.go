@@ -49,6 +49,7 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 	}}
 	cfg, err := e.env.Start()
 	if err != nil {
+		_ = e.env.Stop() // envtest leaves etcd and kube-apiserver running when CRD install fails
 		return nil, fmt.Errorf("starting envtest (is bin/kube-apiserver built? run make envtest-bins): %w", err)
 	}
 	e.Config = cfg
