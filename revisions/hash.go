@@ -1,0 +1,187 @@
+package revisions
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// WorkerTemplate is the part of a DGD that shapes worker pods. Two DGDs with equal
+// WorkerTemplates run identical workers, and any change to a WorkerTemplate rolls every
+// worker service to a new revision (prefill and decode must move to a new Dynamo
+// namespace together).
+//
+// It covers, for every worker service (componentType worker, prefill or decode) keyed by
+// service name: componentType, subComponentType, resources, envs, envFromSecret, labels,
+// annotations, extraPodMetadata, extraPodSpec (volumes, tolerations, the main container's
+// image, command and args...), livenessProbe, readinessProbe and multinode.nodeCount; plus
+// the graph-level spec.envs (added to every main container) and spec.backend (the
+// workload kind).
+//
+// It excludes:
+//   - replicas: scaling is not a new revision (Deployment and StatefulSet agree);
+//   - autoscaling and ingress: kept as given, never rendered into pods;
+//   - dynamoNamespace and globalDynamoNamespace: the operator derives the runtime
+//     namespace itself (ROLLOUT.md "Workloads");
+//   - pvc, compilationCache, sharedMemory and volumeMounts: accepted for compatibility
+//     with Dynamo manifests but not rendered into pods by this operator (volumes and
+//     mounts reach pods through extraPodSpec, which is covered); if a backend ever
+//     renders them, they must be added here, which changes every hash;
+//   - serviceName: informational;
+//   - the annotations AnnotationMaxSurge, AnnotationMaxUnavailable and
+//     kubernetes.io/change-cause, read by the operator or by humans, not by pods;
+//   - every field of non-worker services (frontend, planner...): they are updated in
+//     place and start no worker rollout.
+//
+// The JSON field order below is part of the hash: do not reorder, rename or remove
+// fields, and add new ones only with omitempty and a golden-test update.
+type WorkerTemplate struct {
+	// Backend is spec.backend, with "" normalized to Auto (the CRD default), so a DGD
+	// hashes the same before and after admission defaulting.
+	Backend v1alpha1.BackendType `json:"backend,omitempty"`
+	// Envs are the graph-level spec.envs, in order.
+	Envs []corev1.EnvVar `json:"envs,omitempty"`
+	// Services are the worker services by name.
+	Services map[string]ServiceTemplate `json:"services,omitempty"`
+}
+
+// ServiceTemplate is the pod-shaping part of one worker service. See WorkerTemplate for
+// what it covers and why. Each field is the DynamoComponentDeploymentSharedSpec field of
+// the same JSON name, except Annotations (without the excluded ones) and NodeCount.
+type ServiceTemplate struct {
+	ComponentType    string                     `json:"componentType,omitempty"`
+	SubComponentType string                     `json:"subComponentType,omitempty"`
+	Resources        *v1alpha1.Resources        `json:"resources,omitempty"`
+	Envs             []corev1.EnvVar            `json:"envs,omitempty"`
+	EnvFromSecret    *string                    `json:"envFromSecret,omitempty"`
+	Labels           map[string]string          `json:"labels,omitempty"`
+	Annotations      map[string]string          `json:"annotations,omitempty"`
+	ExtraPodMetadata *v1alpha1.ExtraPodMetadata `json:"extraPodMetadata,omitempty"`
+	ExtraPodSpec     *v1alpha1.ExtraPodSpec     `json:"extraPodSpec,omitempty"`
+	LivenessProbe    *corev1.Probe              `json:"livenessProbe,omitempty"`
+	ReadinessProbe   *corev1.Probe              `json:"readinessProbe,omitempty"`
+	// NodeCount is multinode.nodeCount, 1 for a single-node service.
+	NodeCount int32 `json:"nodeCount"`
+}
+
+// excludedAnnotations are service annotations that never reach a pod's behaviour.
+var excludedAnnotations = map[string]bool{
+	v1alpha1.AnnotationMaxSurge:       true,
+	v1alpha1.AnnotationMaxUnavailable: true,
+	v1alpha1.AnnotationChangeCause:    true,
+}
+
+// NewWorkerTemplate returns the worker template of dgd. The result shares maps, slices
+// and pointers with dgd: treat it as read-only.
+func NewWorkerTemplate(dgd *v1alpha1.DynamoGraphDeployment) WorkerTemplate {
+	return newWorkerTemplate(dgd.Spec.Services, dgd.Spec.Envs, dgd.Spec.Backend)
+}
+
+// newWorkerTemplate builds a WorkerTemplate from the parts of a spec (or of a
+// RevisionData) it depends on.
+func newWorkerTemplate(services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec,
+	envs []corev1.EnvVar, backend v1alpha1.BackendType) WorkerTemplate {
+	if backend == "" {
+		backend = v1alpha1.BackendAuto
+	}
+	t := WorkerTemplate{Backend: backend, Envs: envs}
+	for name, s := range services {
+		if s == nil || !s.IsWorker() {
+			continue
+		}
+		if t.Services == nil {
+			t.Services = map[string]ServiceTemplate{}
+		}
+		t.Services[name] = newServiceTemplate(s)
+	}
+	return t
+}
+
+// newServiceTemplate projects one worker service onto its pod-shaping fields.
+func newServiceTemplate(s *v1alpha1.DynamoComponentDeploymentSharedSpec) ServiceTemplate {
+	return ServiceTemplate{
+		ComponentType:    s.ComponentType,
+		SubComponentType: s.SubComponentType,
+		Resources:        s.Resources,
+		Envs:             s.Envs,
+		EnvFromSecret:    s.EnvFromSecret,
+		Labels:           s.Labels,
+		Annotations:      podAnnotations(s.Annotations),
+		ExtraPodMetadata: s.ExtraPodMetadata,
+		ExtraPodSpec:     s.ExtraPodSpec,
+		LivenessProbe:    s.LivenessProbe,
+		ReadinessProbe:   s.ReadinessProbe,
+		NodeCount:        s.NodeCount(),
+	}
+}
+
+// podAnnotations returns annotations without excludedAnnotations (nil when none remain).
+func podAnnotations(in map[string]string) map[string]string {
+	var out map[string]string
+	for k, v := range in {
+		if excludedAnnotations[k] {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]string, len(in))
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// canonicalJSON returns the canonical encoding of t: encoding/json output (struct fields
+// in declaration order, map keys sorted) re-encoded once after decoding. The second pass
+// makes the encoding a fixed point of a JSON round trip: encoding/json writes an invalid
+// UTF-8 byte as the escape \ufffd but a real U+FFFD as raw bytes, and re-formats
+// quantities canonically, so without it an object and its round-tripped copy (what the
+// API server hands back) could hash differently.
+func canonicalJSON(t WorkerTemplate) ([]byte, error) {
+	first, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encoding worker template: %w", err)
+	}
+	var decoded WorkerTemplate
+	if err := json.Unmarshal(first, &decoded); err != nil {
+		return nil, fmt.Errorf("decoding worker template: %w", err)
+	}
+	out, err := json.Marshal(decoded)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding worker template: %w", err)
+	}
+	return out, nil
+}
+
+// Hash returns the revision hash of t: FNV-32a over its canonical JSON, followed, when
+// collisionCount is non-nil, by the count as 4 little-endian bytes, encoded as
+// rand.SafeEncodeString of the decimal sum (Kubernetes' HashControllerRevision and
+// ComputeHash do the same). As in Kubernetes, a nil collisionCount and a pointer to 0
+// give different hashes; Sync always passes a non-nil count.
+//
+// The result is at most 10 characters of [bcdfghjklmnpqrstvwxz2456789], safe in object
+// names and label values. It is stable across processes and Go versions as long as the
+// JSON encoding of WorkerTemplate does not change; TestHashGolden guards that.
+func Hash(t WorkerTemplate, collisionCount *int32) string {
+	data, err := canonicalJSON(t)
+	if err != nil {
+		// Unreachable for the types WorkerTemplate holds (no channels, funcs or
+		// unsupported floats); panic rather than hand out a hash that does not
+		// identify the template.
+		panic(err)
+	}
+	h := fnv.New32a()
+	h.Write(data)
+	if collisionCount != nil {
+		var b [4]byte
+		binary.LittleEndian.PutUint32(b[:], uint32(*collisionCount))
+		h.Write(b[:])
+	}
+	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+}

@@ -1,0 +1,190 @@
+package revisions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// maxNamePrefixLength caps the DGD-name part of a revision name so that the name, with
+// "-" and a hash of at most 10 characters, stays within the 253 characters of a DNS
+// subdomain (Kubernetes' ControllerRevisionName uses the same cap).
+const maxNamePrefixLength = 223
+
+// RevisionData is the content of a ControllerRevision's .data: everything needed to
+// restore the worker services of a DGD exactly (see Restore). Its JSON reads like a
+// partial DGD spec, which is what "kubectl dgd rollout history --revision=N" shows.
+type RevisionData struct {
+	// Services holds the full spec of every worker service at the time the revision was
+	// made, replicas included (for reference: Restore keeps current replicas).
+	Services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec `json:"services,omitempty"`
+	// Envs are the graph-level spec.envs.
+	Envs []corev1.EnvVar `json:"envs,omitempty"`
+	// Backend is spec.backend as written (possibly empty).
+	Backend v1alpha1.BackendType `json:"backend,omitempty"`
+}
+
+// NewRevisionData returns the revision data of dgd: its worker services, graph envs and
+// backend. It shares pointers with dgd; it is meant to be encoded at once.
+func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
+	d := RevisionData{Envs: dgd.Spec.Envs, Backend: dgd.Spec.Backend}
+	for _, name := range dgd.WorkerServiceNames() {
+		if d.Services == nil {
+			d.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
+		}
+		d.Services[name] = dgd.Spec.Services[name]
+	}
+	return d
+}
+
+// Template returns the worker template the data describes; it equals the
+// NewWorkerTemplate of the DGD the data was taken from.
+func (d *RevisionData) Template() WorkerTemplate {
+	return newWorkerTemplate(d.Services, d.Envs, d.Backend)
+}
+
+// DecodeRevisionData decodes the .data of rev.
+func DecodeRevisionData(rev *appsv1.ControllerRevision) (*RevisionData, error) {
+	if rev == nil || len(rev.Data.Raw) == 0 {
+		return nil, fmt.Errorf("ControllerRevision %s has no data", revKey(rev))
+	}
+	d := &RevisionData{}
+	if err := json.Unmarshal(rev.Data.Raw, d); err != nil {
+		return nil, fmt.Errorf("decoding data of ControllerRevision %s: %w", revKey(rev), err)
+	}
+	return d, nil
+}
+
+// RevisionName returns the name of the revision of DGD dgdName with the given hash:
+// "<dgdName>-<hash>", the DGD name cut to 223 characters if needed.
+func RevisionName(dgdName, hash string) string {
+	if len(dgdName) > maxNamePrefixLength {
+		dgdName = dgdName[:maxNamePrefixLength]
+	}
+	return dgdName + "-" + hash
+}
+
+// NewRevision returns a ControllerRevision, not yet stored, recording the worker
+// template of dgd as revision number revision, named and labelled by its hash with
+// collisionCount (see Hash). Labels: LabelGraph, LabelWorkerHash and LabelManagedBy; the
+// DGD's kubernetes.io/change-cause annotation, if any, is copied. It sets no owner
+// reference: Interface.Create does.
+func NewRevision(dgd *v1alpha1.DynamoGraphDeployment, revision int64, collisionCount *int32) (*appsv1.ControllerRevision, error) {
+	data := NewRevisionData(dgd)
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return nil, fmt.Errorf("encoding revision data of DynamoGraphDeployment %s/%s: %w",
+			dgd.Namespace, dgd.Name, err)
+	}
+	hash := Hash(data.Template(), collisionCount)
+	rev := &appsv1.ControllerRevision{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: dgd.Namespace,
+			Name:      RevisionName(dgd.Name, hash),
+			Labels: map[string]string{
+				v1alpha1.LabelGraph:      dgd.Name,
+				v1alpha1.LabelWorkerHash: hash,
+				v1alpha1.LabelManagedBy:  v1alpha1.ManagedByValue,
+			},
+		},
+		Data:     runtime.RawExtension{Raw: raw},
+		Revision: revision,
+	}
+	if cause, ok := dgd.Annotations[v1alpha1.AnnotationChangeCause]; ok {
+		rev.Annotations = map[string]string{v1alpha1.AnnotationChangeCause: cause}
+	}
+	return rev, nil
+}
+
+// templateJSON returns the canonical JSON of the worker template rev records.
+func templateJSON(rev *appsv1.ControllerRevision) ([]byte, error) {
+	d, err := DecodeRevisionData(rev)
+	if err != nil {
+		return nil, err
+	}
+	return canonicalJSON(d.Template())
+}
+
+// Equal reports whether a and b record the same worker template: their .data decode to
+// worker templates with the same canonical JSON. Fields of .data the hash ignores
+// (replicas, autoscaling...) do not count, so a revision made before a scale-up equals
+// one made after it. Revisions whose data cannot be decoded are equal to nothing.
+func Equal(a, b *appsv1.ControllerRevision) bool {
+	ja, err := templateJSON(a)
+	if err != nil {
+		return false
+	}
+	jb, err := templateJSON(b)
+	return err == nil && bytes.Equal(ja, jb)
+}
+
+// FindEqual returns the revisions of revs that are Equal to target, in the order of revs.
+func FindEqual(revs []*appsv1.ControllerRevision, target *appsv1.ControllerRevision) []*appsv1.ControllerRevision {
+	want, err := templateJSON(target)
+	if err != nil {
+		return nil
+	}
+	var out []*appsv1.ControllerRevision
+	for _, rev := range revs {
+		if got, err := templateJSON(rev); err == nil && bytes.Equal(got, want) {
+			out = append(out, rev)
+		}
+	}
+	return out
+}
+
+// NextRevision returns the number for a new newest revision: the largest .revision in
+// revs plus one, or 1 if revs is empty.
+func NextRevision(revs []*appsv1.ControllerRevision) int64 {
+	var maxRev int64
+	for _, rev := range revs {
+		maxRev = max(maxRev, rev.Revision)
+	}
+	return maxRev + 1
+}
+
+// HashOf returns the worker hash of rev, from its LabelWorkerHash label; for a revision
+// without the label it falls back to the name's suffix after "<LabelGraph value>-", and
+// returns "" if that fails too.
+func HashOf(rev *appsv1.ControllerRevision) string {
+	if rev == nil {
+		return ""
+	}
+	if h := rev.Labels[v1alpha1.LabelWorkerHash]; h != "" {
+		return h
+	}
+	if graph := rev.Labels[v1alpha1.LabelGraph]; graph != "" {
+		prefix := RevisionName(graph, "")
+		if h, ok := strings.CutPrefix(rev.Name, prefix); ok {
+			return h
+		}
+	}
+	return ""
+}
+
+// SortByRevision sorts revs in place by ascending .revision, ties broken by name.
+func SortByRevision(revs []*appsv1.ControllerRevision) {
+	sort.SliceStable(revs, func(i, j int) bool {
+		if revs[i].Revision != revs[j].Revision {
+			return revs[i].Revision < revs[j].Revision
+		}
+		return revs[i].Name < revs[j].Name
+	})
+}
+
+// revKey returns "namespace/name" of rev for error messages.
+func revKey(rev *appsv1.ControllerRevision) string {
+	if rev == nil {
+		return "<nil>"
+	}
+	return rev.Namespace + "/" + rev.Name
+}

@@ -1,0 +1,186 @@
+package revisions
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+func TestNewRevision(t *testing.T) {
+	dgd := mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
+		d.Annotations = map[string]string{v1alpha1.AnnotationChangeCause: "kubectl apply", "other": "x"}
+	})
+	rev, err := NewRevision(dgd, 7, ptr(int32(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hash := hashOf(dgd)
+	wantMeta := metav1.ObjectMeta{
+		Namespace: "default",
+		Name:      "vllm-disagg-" + hash,
+		Labels: map[string]string{
+			v1alpha1.LabelGraph:      "vllm-disagg",
+			v1alpha1.LabelWorkerHash: hash,
+			v1alpha1.LabelManagedBy:  v1alpha1.ManagedByValue,
+		},
+		Annotations: map[string]string{v1alpha1.AnnotationChangeCause: "kubectl apply"},
+	}
+	if diff := cmp.Diff(wantMeta, rev.ObjectMeta); diff != "" {
+		t.Errorf("metadata (-want +got):\n%s", diff)
+	}
+	if rev.Revision != 7 {
+		t.Errorf("revision = %d, want 7", rev.Revision)
+	}
+	data, err := DecodeRevisionData(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RevisionData{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+		"VllmDecodeWorker":  dgd.Spec.Services["VllmDecodeWorker"],
+		"VllmPrefillWorker": dgd.Spec.Services["VllmPrefillWorker"],
+	}}
+	if diff := cmp.Diff(want, *data); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
+	}
+	if got := HashOf(rev); got != hash {
+		t.Errorf("HashOf = %q, want %q", got, hash)
+	}
+}
+
+func TestNewRevisionWithoutChangeCause(t *testing.T) {
+	rev, err := NewRevision(sampleDGD(), 1, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rev.Annotations != nil {
+		t.Errorf("annotations = %v, want none", rev.Annotations)
+	}
+}
+
+func TestEqual(t *testing.T) {
+	rev := func(d *v1alpha1.DynamoGraphDeployment, number int64) *appsv1.ControllerRevision {
+		r, err := NewRevision(d, number, ptr(int32(0)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	base := rev(sampleDGD(), 1)
+	broken := base.DeepCopy()
+	broken.Data = runtime.RawExtension{Raw: []byte("{not json")}
+	tests := []struct {
+		name string
+		a, b *appsv1.ControllerRevision
+		want bool
+	}{
+		{name: "same template, other number", a: base, b: rev(sampleDGD(), 5), want: true},
+		{name: "replicas differ", a: base, b: rev(mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["VllmDecodeWorker"].Replicas = ptr(int32(9))
+		}), 2), want: true},
+		{name: "frontend differs", a: base, b: rev(mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["Frontend"].ExtraPodSpec.MainContainer.Image = "f:2"
+		}), 2), want: true},
+		{name: "image differs", a: base, b: rev(withImage(sampleDGD(), "v2"), 2), want: false},
+		{name: "undecodable data", a: base, b: broken, want: false},
+		{name: "nil revision", a: base, b: nil, want: false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Equal(tc.a, tc.b); got != tc.want {
+				t.Errorf("Equal = %v, want %v", got, tc.want)
+			}
+			if got := Equal(tc.b, tc.a); got != tc.want {
+				t.Errorf("Equal (swapped) = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFindEqual(t *testing.T) {
+	a1 := ownedRevision(t, sampleDGD(), 1, 0, nil)
+	b := ownedRevision(t, withImage(sampleDGD(), "v2"), 2, 0, nil)
+	a3 := ownedRevision(t, sampleDGD(), 3, 1, nil)
+	got := FindEqual([]*appsv1.ControllerRevision{a1, b, a3}, ownedRevision(t, sampleDGD(), 9, 0, nil))
+	if diff := cmp.Diff(names([]*appsv1.ControllerRevision{a1, a3}), names(got)); diff != "" {
+		t.Errorf("FindEqual (-want +got):\n%s", diff)
+	}
+}
+
+func TestNextRevision(t *testing.T) {
+	tests := []struct {
+		name    string
+		numbers []int64
+		want    int64
+	}{
+		{name: "empty history", want: 1},
+		{name: "sorted", numbers: []int64{1, 2, 3}, want: 4},
+		{name: "unsorted with gaps", numbers: []int64{7, 2, 5}, want: 8},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var revs []*appsv1.ControllerRevision
+			for _, n := range tc.numbers {
+				revs = append(revs, &appsv1.ControllerRevision{Revision: n})
+			}
+			if got := NextRevision(revs); got != tc.want {
+				t.Errorf("NextRevision = %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestHashOf(t *testing.T) {
+	tests := []struct {
+		name string
+		rev  *appsv1.ControllerRevision
+		want string
+	}{
+		{name: "label", rev: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "g-x",
+			Labels: map[string]string{v1alpha1.LabelWorkerHash: "abc", v1alpha1.LabelGraph: "g"}}}, want: "abc"},
+		{name: "name fallback", rev: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "g-abc",
+			Labels: map[string]string{v1alpha1.LabelGraph: "g"}}}, want: "abc"},
+		{name: "foreign name", rev: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "other-abc",
+			Labels: map[string]string{v1alpha1.LabelGraph: "g"}}}, want: ""},
+		{name: "no labels", rev: &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Name: "g-abc"}}, want: ""},
+		{name: "nil", rev: nil, want: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := HashOf(tc.rev); got != tc.want {
+				t.Errorf("HashOf = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestRevisionNameLength(t *testing.T) {
+	long := strings.Repeat("a", 253)
+	name := RevisionName(long, "8565b954bd")
+	if len(name) > 253 {
+		t.Errorf("len(RevisionName) = %d, want <= 253", len(name))
+	}
+	if !strings.HasSuffix(name, "-8565b954bd") {
+		t.Errorf("RevisionName = %q, want the hash kept", name)
+	}
+}
+
+func TestDecodeRevisionDataErrors(t *testing.T) {
+	tests := map[string]*appsv1.ControllerRevision{
+		"nil":     nil,
+		"no data": {},
+		"garbage": {Data: runtime.RawExtension{Raw: []byte("[1,2")}},
+	}
+	for name, rev := range tests {
+		t.Run(name, func(t *testing.T) {
+			if _, err := DecodeRevisionData(rev); err == nil {
+				t.Error("DecodeRevisionData succeeded, want an error")
+			}
+		})
+	}
+}
