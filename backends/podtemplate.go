@@ -163,7 +163,7 @@ func podLabels(dgd *v1alpha1.DynamoGraphDeployment, service, hash string, svc *v
 func podAnnotations(svc *v1alpha1.DynamoComponentDeploymentSharedSpec) map[string]string {
 	a := map[string]string{}
 	for k, v := range svc.Annotations {
-		if k != v1alpha1.AnnotationMaxSurge && k != v1alpha1.AnnotationMaxUnavailable {
+		if k != v1alpha1.AnnotationMaxSurge && k != v1alpha1.AnnotationMaxUnavailable && k != v1alpha1.AnnotationChangeCause {
 			a[k] = v
 		}
 	}

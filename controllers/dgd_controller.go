@@ -36,6 +36,8 @@ type Reconciler struct {
 	History  revisions.Interface
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+
+	expected expectations
 }
 
 // +kubebuilder:rbac:groups=nvidia.com,resources=dynamographdeployments,verbs=get;list;watch;update;patch

@@ -100,10 +100,9 @@ func (p *pass) target(k backends.Key, def int32) int32 {
 func (p *pass) applyDecreases(ctx context.Context) error {
 	for _, w := range p.workers() {
 		if t := p.target(w.Key, w.Replicas); t < w.Replicas {
-			if err := w.backend.Scale(ctx, p.dgd, w.Key, t); err != nil {
+			if err := p.scale(ctx, w, t); err != nil {
 				return err
 			}
-			p.wrote = append(p.wrote, fmt.Sprintf("scaled %s %d→%d", w.Name, w.Replicas, t))
 		}
 	}
 	return nil
@@ -117,10 +116,9 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 	for _, w := range p.workers() {
 		existing[w.Key] = w
 		if t := p.target(w.Key, w.Replicas); t > w.Replicas {
-			if err := w.backend.Scale(ctx, p.dgd, w.Key, t); err != nil {
+			if err := p.scale(ctx, w, t); err != nil {
 				return err
 			}
-			p.wrote = append(p.wrote, fmt.Sprintf("scaled %s %d→%d", w.Name, w.Replicas, t))
 		}
 	}
 	pools := map[backends.Backend]*backends.Pool{}
@@ -138,7 +136,9 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 		}
 		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
 			Key: key, Spec: p.dgd.Spec.Services[name], Replicas: t})
-		p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", backends.WorkloadName(p.dgd.Name, name, key.Hash), t))
+		wname := backends.WorkloadName(p.dgd.Name, name, key.Hash)
+		p.r.expected.expect(p.key(wname), t)
+		p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", wname, t))
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Kind() < order[j].Kind() })
 	for _, b := range order {
@@ -146,6 +146,17 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 			return err
 		}
 	}
+	return nil
+}
+
+// scale sets one workload's replicas and expects the cache to show them.
+func (p *pass) scale(ctx context.Context, w observed, replicas int32) error {
+	p.r.expected.expect(p.key(w.Name), replicas)
+	if err := w.backend.Scale(ctx, p.dgd, w.Key, replicas); err != nil {
+		p.r.expected.forget(p.key(w.Name))
+		return err
+	}
+	p.wrote = append(p.wrote, fmt.Sprintf("scaled %s %d→%d", w.Name, w.Replicas, replicas))
 	return nil
 }
 

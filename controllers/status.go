@@ -16,6 +16,9 @@ import (
 
 // writeStatus computes the status of this pass and writes it only when it changed.
 func (p *pass) writeStatus(ctx context.Context) error {
+	if p.waitingForCache {
+		return nil
+	}
 	st := p.dgd.Status.DeepCopy()
 	st.ObservedGeneration = p.dgd.Generation
 	if p.invalid == nil && p.revs.Update != nil {

@@ -8,8 +8,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -17,9 +19,10 @@ import (
 	"github.com/dgd-rollout/operator/revisions"
 )
 
-// pass is the state of one reconcile of one DGD. Everything it needs is read from the
-// API (workloads, pods, ControllerRevisions, the DGD status): nothing lives only in
-// memory between passes, so a restarted operator continues where the last one stopped.
+// pass is the state of one reconcile of one DGD. Everything it decides from is read from
+// the API (workloads, pods, ControllerRevisions, the DGD status), so a restarted operator
+// continues where the last one stopped; the in-memory expectations only make a pass wait
+// for the cache to show the previous pass's writes.
 type pass struct {
 	r   *Reconciler
 	dgd *v1alpha1.DynamoGraphDeployment
@@ -34,6 +37,9 @@ type pass struct {
 	wrote        []string // human-readable writes made this pass, for events and progress
 	invalid      *invalidSpecError
 	requeueAfter time.Duration
+	// waitingForCache: the cache does not yet show the operator's last write; this pass
+	// acts on nothing and writes no status.
+	waitingForCache bool
 }
 
 // observed is a workload with the backend that manages it and its live pod count.
@@ -57,6 +63,12 @@ func (p *pass) sync(ctx context.Context) error {
 	}
 	if err := p.observe(ctx); err != nil {
 		return err
+	}
+	if stale := p.staleWorkload(); stale != "" {
+		// Act on nothing until the cache shows our last write; its watch event requeues.
+		log.FromContext(ctx).V(1).Info("waiting for the cache to show the last write", "workload", stale)
+		p.waitingForCache = true
+		return nil
 	}
 	res, err := revisions.Sync(ctx, p.r.History, p.dgd, p.hashesInUse())
 	if err != nil {
@@ -139,6 +151,21 @@ func (p *pass) countPods(ctx context.Context) (map[backends.Key]int32, error) {
 		}
 	}
 	return n, nil
+}
+
+// staleWorkload names a workload whose cached replicas differ from the operator's last
+// write, or returns "".
+func (p *pass) staleWorkload() string {
+	for _, w := range p.workloads {
+		if !p.r.expected.satisfied(p.key(w.Name), w.Replicas) {
+			return w.Name
+		}
+	}
+	return ""
+}
+
+func (p *pass) key(name string) types.NamespacedName {
+	return types.NamespacedName{Namespace: p.dgd.Namespace, Name: name}
 }
 
 func (p *pass) hashesInUse() sets.Set[string] {

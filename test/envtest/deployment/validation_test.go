@@ -2,6 +2,7 @@ package deployment_test
 
 import (
 	"os"
+	"strings"
 	"path/filepath"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -91,6 +92,8 @@ var _ = Describe("admission validation", func() {
 		}, []string{"spec.services", "service names must be"}}),
 		Entry("negative revisionHistoryLimit", invalid{func(u *unstructured.Unstructured) { set(u, int64(-1), "spec", "revisionHistoryLimit") },
 			[]string{"spec.revisionHistoryLimit"}}),
+		Entry("name too long for a label value", invalid{func(u *unstructured.Unstructured) { u.SetName(strings.Repeat("a", 64)) },
+			[]string{"metadata.name must be at most 63 characters"}}),
 		Entry("gpu that is not a count", invalid{func(u *unstructured.Unstructured) { set(u, "one", svc("resources", "limits", "gpu")...) },
 			[]string{"spec.services.worker.resources.limits.gpu"}}),
 	)
