@@ -2,8 +2,8 @@ package deployment_test
 
 import (
 	"os"
-	"strings"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
