@@ -67,6 +67,9 @@ func (p *pass) phaseOf() (v1alpha1.RolloutPhase, string, string) {
 		return v1alpha1.RolloutPaused, "Partitioned", p.plan.Reason
 	case p.plan.Phase == planner.PhasePaused:
 		return v1alpha1.RolloutPaused, "Paused", p.plan.Reason
+	case p.plan.Phase == planner.PhaseBlocked:
+		// No step keeps the invariants with these budgets; only a spec change helps.
+		return v1alpha1.RolloutFailed, "RolloutBlocked", p.plan.Reason
 	default:
 		return v1alpha1.RolloutInProgress, "RollingUpdate", p.plan.Reason
 	}

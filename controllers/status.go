@@ -130,7 +130,7 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	ru := st.RollingUpdate
 	switch ru.Phase {
 	case v1alpha1.RolloutFailed:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, "ProgressDeadlineExceeded", ru.Message)
+		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ru.Reason, ru.Message)
 	case v1alpha1.RolloutPaused:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionUnknown, ru.Reason, ru.Message)
 	case v1alpha1.RolloutCompleted:

@@ -94,6 +94,55 @@ func Check(services []Service, ws []Workload, floorOK map[string]bool) []string 
 	return append(v, checkPools(byName, ws)...)
 }
 
+// CheckSurge returns the surge violations of one state.
+func CheckSurge(services []Service, ws []Workload) []string {
+	var v []string
+	for _, s := range services {
+		var spec int32
+		for _, w := range ws {
+			if w.Service == s.Name {
+				spec += w.Spec
+			}
+		}
+		if spec > s.Replicas+s.Surge {
+			v = append(v, fmt.Sprintf("surge: %s has %d replicas set, more than %d+%d", s.Name, spec, s.Replicas, s.Surge))
+		}
+	}
+	return v
+}
+
+// CheckPools returns the ratio and orphan violations inside every revision's pool;
+// Workload.Hash names the pool.
+func CheckPools(services []Service, ws []Workload) []string {
+	byName := map[string]Service{}
+	for _, s := range services {
+		byName[s.Name] = s
+	}
+	return checkPools(byName, ws)
+}
+
+// MaxSkew is the largest |n_s/R_s - n_t/R_t| inside any pool, for reporting.
+func MaxSkew(services []Service, ws []Workload) float64 {
+	pools := map[string]map[string]int32{}
+	for _, w := range ws {
+		if pools[w.Hash] == nil {
+			pools[w.Hash] = map[string]int32{}
+		}
+		pools[w.Hash][w.Service] += w.Spec
+	}
+	var skew float64
+	for _, n := range pools {
+		for i, a := range services {
+			for _, b := range services[i+1:] {
+				if a.Replicas > 0 && b.Replicas > 0 {
+					skew = math.Max(skew, math.Abs(float64(n[a.Name])/float64(a.Replicas)-float64(n[b.Name])/float64(b.Replicas)))
+				}
+			}
+		}
+	}
+	return skew
+}
+
 // FloorHolds reports, per service, whether its ready replicas meet desired - maxUnavailable.
 func FloorHolds(services []Service, ws []Workload) map[string]bool {
 	ok := map[string]bool{}

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// checkPods checks availability and isolation on the DGD's pods.
+func (w *Watcher) checkPods() {
+	services, ok := w.services()
+	if !ok {
+		return
+	}
+	var pods corev1.PodList
+	if err := w.c.List(context.Background(), &pods, client.InNamespace(w.ns), client.MatchingLabels{v1alpha1.LabelGraph: w.dgd}); err != nil {
+		return
+	}
+	ready, exist := map[string]int32{}, map[string]int{}
+	hashOfNS := map[string]string{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		hash := p.Labels[v1alpha1.LabelWorkerHash]
+		if hash == "" {
+			continue
+		}
+		svc := p.Labels[v1alpha1.LabelService]
+		exist[svc]++
+		if p.DeletionTimestamp.IsZero() && podReady(p) {
+			ready[svc]++
+		}
+		w.checkIsolation(p, hash, hashOfNS)
+	}
+	for _, s := range services {
+		exist := exist[s.Name]
+		if exist > w.Stats.PeakPods[s.Name] {
+			w.Stats.PeakPods[s.Name] = exist
+		}
+		floor := s.Replicas - s.Unavail
+		if !w.floor[s.Name] {
+			w.floor[s.Name] = ready[s.Name] >= floor
+			if w.floor[s.Name] {
+				w.Stats.MinReady[s.Name] = ready[s.Name]
+			}
+			continue
+		}
+		w.Stats.MinReady[s.Name] = min(w.Stats.MinReady[s.Name], ready[s.Name])
+		if ready[s.Name] < floor {
+			w.fail(fmt.Sprintf("availability: %s has %d ready pods, fewer than %d-%d", s.Name, ready[s.Name], s.Replicas, s.Unavail))
+		}
+	}
+}
+
+// checkIsolation records the pod's effective Dynamo namespace and fails when two
+// revisions share one, or when the suffix is not the pod's own revision hash.
+func (w *Watcher) checkIsolation(p *corev1.Pod, hash string, hashOfNS map[string]string) {
+	env := map[string]string{}
+	for _, c := range p.Spec.Containers {
+		for _, e := range c.Env {
+			env[e.Name] = e.Value
+		}
+	}
+	suffix := env[v1alpha1.EnvDynNamespaceWorkerSuffix]
+	if suffix != hash {
+		w.fail(fmt.Sprintf("isolation: pod %s of revision %s has %s=%q", p.Name, hash, v1alpha1.EnvDynNamespaceWorkerSuffix, suffix))
+	}
+	ns := env[v1alpha1.EnvDynNamespace] + "-" + suffix
+	if other, ok := hashOfNS[ns]; ok && other != hash {
+		w.fail(fmt.Sprintf("isolation: revisions %s and %s share Dynamo namespace %s", other, hash, ns))
+	}
+	hashOfNS[ns] = hash
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
