@@ -1,0 +1,57 @@
+# hack/tools/tools.mk — build the control-plane binaries the tests need from
+# pinned Go modules (no release downloads; setup-envtest cannot fetch here).
+#
+#   make envtest-bins   etcd + kube-apiserver (what controller-runtime envtest needs;
+#                       point it at them with KUBEBUILDER_ASSETS=$(BIN))
+#   make cluster-bins   the above + kube-controller-manager, kube-scheduler, kwok
+#
+# Each binary is a plain file target with no prerequisites: it is built only
+# when missing and never rebuilt once present. After bumping a version below
+# (or in hack/tools/*/go.mod), delete the binary to rebuild it.
+#
+# Included by the top-level Makefile; paths are relative to the repo root.
+
+BIN ?= $(CURDIR)/bin
+TOOLS_DIR ?= $(CURDIR)/hack/tools
+
+# Versions. etcd's is pinned only in hack/tools/etcd/go.mod (it reports it
+# itself). KUBERNETES_VERSION must match k8s.io/kubernetes in
+# hack/tools/k8s/go.mod; it and the commit below are only stamped into the
+# binaries (the commit is the one tag v1.36.2 points at, per the module proxy).
+KUBERNETES_VERSION ?= v1.36.2
+KUBERNETES_GIT_COMMIT ?= 24e2b02af5543d7910c2bb074c7264df5a8f0467
+KUBERNETES_BUILD_DATE ?= 2026-01-01T00:00:00Z
+KWOK_VERSION ?= v0.7.0
+
+TOOLS_GO ?= go
+# GOWORK=off: the tool modules must build on their own even if a go.work
+# appears at the repo root.
+TOOLS_GO_BUILD = GOWORK=off $(TOOLS_GO) build -trimpath -buildvcs=false
+
+# Same variables upstream hack/lib/version.sh sets, in both packages.
+_K8S_VERSION_PKGS := k8s.io/component-base/version k8s.io/client-go/pkg/version
+_K8S_MAJOR := $(word 1,$(subst ., ,$(patsubst v%,%,$(KUBERNETES_VERSION))))
+_K8S_MINOR := $(word 2,$(subst ., ,$(patsubst v%,%,$(KUBERNETES_VERSION))))
+KUBERNETES_LDFLAGS = -s -w $(foreach p,$(_K8S_VERSION_PKGS), \
+	-X $(p).gitVersion=$(KUBERNETES_VERSION) \
+	-X $(p).gitMajor=$(_K8S_MAJOR) \
+	-X $(p).gitMinor=$(_K8S_MINOR) \
+	-X $(p).gitCommit=$(KUBERNETES_GIT_COMMIT) \
+	-X $(p).gitTreeState=clean \
+	-X $(p).buildDate=$(KUBERNETES_BUILD_DATE))
+
+.PHONY: envtest-bins cluster-bins
+envtest-bins: $(BIN)/etcd $(BIN)/kube-apiserver
+cluster-bins: envtest-bins $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok
+
+$(BIN)/etcd:
+	@mkdir -p $(BIN)
+	cd $(TOOLS_DIR)/etcd && $(TOOLS_GO_BUILD) -ldflags '-s -w' -o $@ .
+
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler:
+	@mkdir -p $(BIN)
+	cd $(TOOLS_DIR)/k8s && $(TOOLS_GO_BUILD) -ldflags '$(strip $(KUBERNETES_LDFLAGS))' -o $@ ./$(notdir $@)
+
+$(BIN)/kwok:
+	@mkdir -p $(BIN)
+	GOWORK=off GOBIN=$(BIN) $(TOOLS_GO) install -trimpath -buildvcs=false -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
