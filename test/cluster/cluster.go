@@ -39,9 +39,9 @@ type Options struct {
 	WorkDir string
 	// KeepWorkDir keeps a temporary WorkDir after Stop (for reading the logs).
 	KeepWorkDir bool
-	// Nodes is the number of KWOK fake nodes. Default 4.
+	// Nodes is the number of KWOK fake nodes (named kwok-node-<i>). 0 means 4.
 	Nodes int
-	// GPUsPerNode is each node's nvidia.com/gpu capacity. Default 8.
+	// GPUsPerNode is each node's nvidia.com/gpu capacity. 0 means 8.
 	GPUsPerNode int
 	// PodReadyDelay is how long a pod stays Running but not Ready. Default 0. Any
 	// update to the pod in that window restarts the delay (KWOK re-plans the stage).
@@ -67,7 +67,7 @@ type Cluster struct {
 
 	opts    Options
 	pki     *pki
-	ports   map[string]int // component -> secure port
+	etcdURL string
 	client  kubernetes.Interface
 	tempDir bool
 
@@ -114,7 +114,7 @@ func newCluster(opts Options) (*Cluster, error) {
 	if opts.GPUsPerNode == 0 {
 		opts.GPUsPerNode = 8
 	}
-	c := &Cluster{opts: opts, WorkDir: opts.WorkDir, ports: map[string]int{}}
+	c := &Cluster{opts: opts, WorkDir: opts.WorkDir}
 	if c.WorkDir == "" {
 		dir, err := os.MkdirTemp("", "cluster-")
 		if err != nil {
@@ -133,21 +133,14 @@ func (c *Cluster) start(ctx context.Context) error {
 	if c.pki, err = newPKI(filepath.Join(c.WorkDir, "pki")); err != nil {
 		return fmt.Errorf("certificates: %w", err)
 	}
-	if err := c.startEtcd(ctx); err != nil {
-		return err
-	}
-	if err := c.startAPIServer(ctx); err != nil {
+	if err := c.startStorageAndAPI(ctx); err != nil {
 		return err
 	}
 	if err := c.writeKubeconfigs(); err != nil {
 		return err
 	}
-	return parallel(
-		func() error { return c.startControllerManager(ctx) },
-		func() error { return c.startScheduler(ctx) },
-		func() error { return c.startNodes(ctx) },
-		func() error { return c.waitForDefaultServiceAccount(ctx) },
-	)
+	return parallel(ctx, c.startControllerManager, c.startScheduler, c.startNodes,
+		c.waitForDefaultServiceAccount)
 }
 
 // Stop stops exactly the processes Start started, by their recorded PIDs, in
@@ -223,17 +216,25 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
-// parallel runs fns concurrently and joins their errors.
-func parallel(fns ...func() error) error {
-	errs := make([]error, len(fns))
-	var wg sync.WaitGroup
-	for i, fn := range fns {
+// parallel runs fns concurrently and returns the first error; the first failure
+// cancels the context the others run with.
+func parallel(ctx context.Context, fns ...func(context.Context) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		once  sync.Once
+		first error
+		wg    sync.WaitGroup
+	)
+	for _, fn := range fns {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = fn()
+			if err := fn(ctx); err != nil {
+				once.Do(func() { first = err; cancel() })
+			}
 		}()
 	}
 	wg.Wait()
-	return errors.Join(errs...)
+	return first
 }

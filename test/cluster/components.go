@@ -2,119 +2,73 @@ package cluster
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
-	"strings"
-	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// pollInterval is how often readiness is polled during Start.
-const pollInterval = 50 * time.Millisecond
-
-// startAttempts bounds the restarts after a port clash (another process took a port
-// between choosing it and the component binding it).
-const startAttempts = 3
-
-// serve starts component name on nports fresh ports (args builds its flags from
-// them), waits until healthy succeeds, and on a port clash retries on new ports.
-func (c *Cluster) serve(ctx context.Context, name string, nports int,
-	args func(ports []int) []string, healthy func(ctx context.Context, ports []int) error) ([]int, error) {
+// startStorageAndAPI starts etcd and, without waiting for it, kube-apiserver (which
+// retries its etcd connection), then waits for the API server's /readyz. If etcd
+// lost a port clash, both start again.
+func (c *Cluster) startStorageAndAPI(ctx context.Context) error {
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(nports)
+		etcd, err := c.launchEtcd()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		p, err := c.launch(name, args(ports))
-		if err != nil {
-			return nil, err
-		}
-		err = waitHealthy(ctx, p, func(ctx context.Context) error { return healthy(ctx, ports) })
-		if err == nil {
-			return ports, nil
-		}
-		if attempt < startAttempts && p.exited() && strings.Contains(p.tail.String(), "address already in use") {
-			continue
-		}
-		p.stop(stopGrace)
-		return nil, fmt.Errorf("%s: %w; last output:\n%s", name, err, lastLines(p.tail.String(), 30))
-	}
-}
-
-// waitHealthy polls healthy until it succeeds, the process exits or ctx ends.
-func waitHealthy(ctx context.Context, p *process, healthy func(context.Context) error) error {
-	t := time.NewTicker(pollInterval)
-	defer t.Stop()
-	for {
-		err := healthy(ctx)
+		err = c.startAPIServer(ctx, etcd)
 		if err == nil {
 			return nil
 		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("exited (%v)", p.err)
-		case <-ctx.Done():
-			return fmt.Errorf("not healthy: %w (last check: %v)", ctx.Err(), err)
-		case <-t.C:
+		died := etcd.exited()
+		etcd.stop(stopGrace)
+		if !died {
+			return err
 		}
+		if attempt < startAttempts && clashed(etcd) {
+			continue
+		}
+		return fmt.Errorf("%w\netcd exited (%v); last output:\n%s", err, etcd.err, lastLines(etcd.tail.String(), 30))
 	}
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1 (all listened on at once,
-// then closed).
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = l.Close() }()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// startEtcd starts a single-member etcd with its data in WorkDir/etcd.
-func (c *Cluster) startEtcd(ctx context.Context) error {
+// launchEtcd starts a single-member etcd with its data in WorkDir/etcd (emptied
+// first: every Start is a new cluster), on fresh ports, without waiting for it.
+func (c *Cluster) launchEtcd() (*process, error) {
 	dataDir := filepath.Join(c.WorkDir, "etcd")
-	args := func(p []int) []string {
-		client, peer := url("http", p[0]), url("http", p[1])
-		return []string{
-			"--name=default", "--data-dir=" + dataDir,
-			"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
-			"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
-			"--initial-cluster=default=" + peer,
-			"--unsafe-no-fsync", "--log-level=warn",
-		}
+	if err := os.RemoveAll(dataDir); err != nil {
+		return nil, err
 	}
-	ports, err := c.serve(ctx, "etcd", 2, args, func(ctx context.Context, p []int) error {
-		return httpOK(ctx, http.DefaultClient, url("http", p[0])+"/health")
+	ports, err := pickPorts(2)
+	if err != nil {
+		return nil, err
+	}
+	client, peer := url("http", ports[0]), url("http", ports[1])
+	c.etcdURL = client
+	return c.launch("etcd", []string{
+		"--name=default", "--data-dir=" + dataDir,
+		"--listen-client-urls=" + client, "--advertise-client-urls=" + client,
+		"--listen-peer-urls=" + peer, "--initial-advertise-peer-urls=" + peer,
+		"--initial-cluster=default=" + peer,
+		"--unsafe-no-fsync", "--log-level=warn",
 	})
-	if err == nil {
-		c.ports["etcd"] = ports[0]
-	}
-	return err
 }
 
-// startAPIServer starts kube-apiserver on etcd and waits for /readyz.
-func (c *Cluster) startAPIServer(ctx context.Context) error {
+// startAPIServer starts kube-apiserver on etcd and waits for /readyz; it gives up
+// early if etcd exits.
+func (c *Cluster) startAPIServer(ctx context.Context, etcd *process) error {
 	hc, err := c.adminHTTPClient()
 	if err != nil {
 		return err
 	}
 	args := func(p []int) []string {
 		return []string{
-			"--etcd-servers=" + url("http", c.ports["etcd"]),
+			"--etcd-servers=" + c.etcdURL,
 			"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1",
 			"--secure-port=" + strconv.Itoa(p[0]),
 			"--tls-cert-file=" + c.pki.servingCert, "--tls-private-key-file=" + c.pki.servingKey,
@@ -130,12 +84,14 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		}
 	}
 	ports, err := c.serve(ctx, "kube-apiserver", 1, args, func(ctx context.Context, p []int) error {
+		if etcd.exited() {
+			return errGiveUp
+		}
 		return httpOK(ctx, hc, url("https", p[0])+"/readyz")
 	})
 	if err != nil {
 		return err
 	}
-	c.ports["kube-apiserver"] = ports[0]
 	c.Server = url("https", ports[0])
 	return nil
 }
@@ -169,10 +125,8 @@ func (c *Cluster) kubeconfig(user string) string {
 func (c *Cluster) startControllerManager(ctx context.Context) error {
 	kc := c.kubeconfig("kube-controller-manager")
 	args := func(p []int) []string {
-		return []string{
-			"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
-			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p[0]),
-			"--tls-cert-file=" + c.pki.servingCert, "--tls-private-key-file=" + c.pki.servingKey,
+		return slices.Concat(c.delegatedServing(kc, p[0]), []string{
+			"--kubeconfig=" + kc,
 			"--controllers=*", "--leader-elect=false", "--use-service-account-credentials=true",
 			"--service-account-private-key-file=" + c.pki.saKey, "--root-ca-file=" + c.pki.caFile,
 			"--cluster-signing-cert-file=" + c.pki.caFile,
@@ -180,7 +134,7 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 			"--service-cluster-ip-range=" + serviceCIDR,
 			"--kube-api-qps=500", "--kube-api-burst=1000",
 			"--profiling=false",
-		}
+		})
 	}
 	return c.serveWithHealthz(ctx, "kube-controller-manager", args)
 }
@@ -195,14 +149,24 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 		return err
 	}
 	args := func(p []int) []string {
-		return []string{
-			"--config=" + cfgFile,
-			"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
-			"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(p[0]),
-			"--tls-cert-file=" + c.pki.servingCert, "--tls-private-key-file=" + c.pki.servingKey,
-		}
+		return append([]string{"--config=" + cfgFile}, c.delegatedServing(kc, p[0])...)
 	}
 	return c.serveWithHealthz(ctx, "kube-scheduler", args)
+}
+
+// delegatedServing are the HTTPS serving flags of kube-controller-manager and
+// kube-scheduler: our serving certificate on 127.0.0.1:port, client certificates
+// checked against our CA (--authentication-skip-lookup: without it they read the
+// requestheader CA from kube-system/extension-apiserver-authentication and log an
+// error every few seconds, since the API server has no front proxy), tokens and
+// authorization delegated through kubeconfig kc.
+func (c *Cluster) delegatedServing(kc string, port int) []string {
+	return []string{
+		"--bind-address=127.0.0.1", "--secure-port=" + strconv.Itoa(port),
+		"--tls-cert-file=" + c.pki.servingCert, "--tls-private-key-file=" + c.pki.servingKey,
+		"--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--authentication-skip-lookup", "--client-ca-file=" + c.pki.caFile,
+	}
 }
 
 // schedulerConfig is the KubeSchedulerConfiguration; %s is the kubeconfig. With
@@ -223,59 +187,8 @@ func (c *Cluster) serveWithHealthz(ctx context.Context, name string, args func([
 	if err != nil {
 		return err
 	}
-	ports, err := c.serve(ctx, name, 1, args, func(ctx context.Context, p []int) error {
+	_, err = c.serve(ctx, name, 1, args, func(ctx context.Context, p []int) error {
 		return httpOK(ctx, hc, url("https", p[0])+"/healthz")
 	})
-	if err == nil {
-		c.mu.Lock()
-		c.ports[name] = ports[0]
-		c.mu.Unlock()
-	}
 	return err
-}
-
-// adminHTTPClient trusts the cluster CA and presents the admin client certificate.
-func (c *Cluster) adminHTTPClient() (*http.Client, error) {
-	ca, err := os.ReadFile(c.pki.caFile)
-	if err != nil {
-		return nil, err
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(ca)
-	pair, err := tls.LoadX509KeyPair(c.pki.clientFiles("admin"))
-	if err != nil {
-		return nil, err
-	}
-	tc := &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{TLSClientConfig: tc}}, nil
-}
-
-// httpOK is nil when GET u answers 200.
-func httpOK(ctx context.Context, hc *http.Client, u string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return errors.New(resp.Status)
-	}
-	return nil
-}
-
-func url(scheme string, port int) string {
-	return fmt.Sprintf("%s://127.0.0.1:%d", scheme, port)
-}
-
-// lastLines returns the last n lines of s.
-func lastLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

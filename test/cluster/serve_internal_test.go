@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestServeRetriesOnPortClash gives etcd a port that is taken on the first attempt
+// and checks that serve starts it again on fresh ports.
+func TestServeRetriesOnPortClash(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(RepoRoot(), "bin", "etcd")); err != nil {
+		t.Skip("bin/etcd missing: run make cluster-bins")
+	}
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = taken.Close() }()
+	calls := 0
+	pickPorts = func(n int) ([]int, error) {
+		calls++
+		ports, err := freePorts(n)
+		if calls == 1 && err == nil {
+			ports[0] = taken.Addr().(*net.TCPAddr).Port
+		}
+		return ports, err
+	}
+	defer func() { pickPorts = freePorts }()
+
+	c, err := newCluster(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = c.Stop() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dataDir := filepath.Join(c.WorkDir, "etcd")
+	args := func(p []int) []string {
+		client, peer := url("http", p[0]), url("http", p[1])
+		return []string{"--data-dir=" + dataDir, "--listen-client-urls=" + client,
+			"--advertise-client-urls=" + client, "--listen-peer-urls=" + peer,
+			"--initial-advertise-peer-urls=" + peer, "--initial-cluster=default=" + peer,
+			"--unsafe-no-fsync", "--log-level=warn"}
+	}
+	_, err = c.serve(ctx, "etcd", 2, args, func(ctx context.Context, p []int) error {
+		return httpOK(ctx, http.DefaultClient, url("http", p[0])+"/health")
+	})
+	if err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	if procs := c.Processes(); calls != 2 || len(procs) != 2 {
+		t.Fatalf("want 2 attempts, got %d port picks and processes %v", calls, procs)
+	}
+}
