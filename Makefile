@@ -44,10 +44,10 @@ build:
 	go build -o $(BIN)/manager ./cmd/manager
 
 ## test: every test. Builds etcd and kube-apiserver from pinned modules when missing.
-test: envtest-bins
+test: cluster-bins
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	go vet ./...
-	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 ./...
+	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=45m ./...
 
 ## bench: benchmarks of the planner, hashing and (with the local control plane) rollouts.
 bench: envtest-bins
@@ -59,10 +59,10 @@ fuzz:
 	go test -run='^$$' -fuzz=FuzzPartitionCounts -fuzztime=$(FUZZTIME) ./controllers/planner/
 	go test -run='^$$' -fuzz=FuzzHash -fuzztime=$(FUZZTIME) ./revisions/
 
-## run: with KUBECONFIG set, run the operator against that cluster; otherwise start a
-## local API server (etcd + kube-apiserver), install the CRDs, run the operator and
+## run: with KUBECONFIG set, run the operator against that cluster; otherwise start the
+## local control plane (test/cluster + LWS controllers), install the CRDs, run the operator and
 ## apply config/samples/disagg.yaml. Ctrl-C stops everything it started.
-run: envtest-bins
+run: cluster-bins
 	go run ./hack/localrun --assets $(BIN) --crds config/crd/bases --sample config/samples/disagg.yaml
 
 clean:

@@ -33,6 +33,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		ru.LastProgressTime = ptrTime(p.now)
 	}
 	if len(p.wrote) > 0 {
+		RolloutSteps.WithLabelValues(p.dgd.Namespace, p.dgd.Name).Inc()
 		p.event("Normal", "RolloutStep", strings.Join(p.wrote, ", "))
 	}
 	if phase == v1alpha1.RolloutInProgress {

@@ -1,8 +1,10 @@
 // Command localrun is `make run`. With KUBECONFIG set it installs the CRDs into that
-// cluster and runs the operator against it. Otherwise it starts a local API server
-// (etcd + kube-apiserver built from pinned modules into bin/), installs the CRDs, writes
-// an admin kubeconfig to .local/kubeconfig, runs the operator in-process, applies a
-// sample DGD and prints how to use it. Ctrl-C stops everything it started.
+// cluster and runs the operator against it. Otherwise it starts the local control plane
+// (test/cluster: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK
+// GPU nodes, built from pinned modules into bin/), installs our CRD and LeaderWorkerSet's,
+// runs the LWS controllers and the operator in-process, applies a sample DGD, writes the
+// admin kubeconfig to .local/kubeconfig and prints how to use it. Ctrl-C stops
+// everything it started.
 package main
 
 import (
@@ -13,6 +15,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
@@ -24,21 +27,24 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/lws"
 )
 
 func main() {
 	assets := flag.String("assets", "bin", "directory with etcd and kube-apiserver")
 	crds := flag.String("crds", "config/crd/bases", "directory of CRD manifests to install")
-	sample := flag.String("sample", "config/samples/disagg.yaml", "DGD manifest to apply to a local API server")
+	sample := flag.String("sample", "config/samples/disagg.yaml", "DGD manifest to apply to the local control plane")
+	delay := flag.Duration("pod-ready-delay", 2*time.Second, "how long a KWOK pod takes from Running to Ready")
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
-	if err := run(*assets, *crds, *sample); err != nil {
+	if err := run(*assets, *crds, *sample, *delay); err != nil {
 		fmt.Fprintln(os.Stderr, "localrun:", err)
 		os.Exit(1)
 	}
 }
 
-func run(assets, crds, sample string) error {
+func run(assets, crds, sample string, delay time.Duration) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if os.Getenv("KUBECONFIG") != "" {
@@ -56,29 +62,34 @@ func run(assets, crds, sample string) error {
 	if err != nil {
 		return err
 	}
-	env := &envtest.Environment{BinaryAssetsDirectory: abs, CRDDirectoryPaths: []string{crds}, ErrorIfCRDPathMissing: true}
-	cfg, err := env.Start()
+	fmt.Println("Starting the local control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler, KWOK)...")
+	cl, err := cluster.Start(ctx, cluster.Options{BinDir: abs, PodReadyDelay: delay})
 	if err != nil {
-		return fmt.Errorf("starting the local API server: %w", err)
+		return fmt.Errorf("starting the local control plane: %w", err)
 	}
-	defer func() { _ = env.Stop() }()
-	kubeconfig, err := writeKubeconfig(env)
+	defer func() { _ = cl.Stop() }()
+	if err := cl.InstallCRDs(ctx, append([]string{crds}, lws.CRDPaths()...)...); err != nil {
+		return err
+	}
+	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
+	if err != nil {
+		return fmt.Errorf("starting the LeaderWorkerSet controllers: %w", err)
+	}
+	defer func() { _ = runner.Stop() }()
+	kubeconfig, err := copyKubeconfig(cl.Kubeconfig)
 	if err != nil {
 		return err
 	}
-	if err := applyFile(ctx, cfg, sample); err != nil {
+	if err := applyFile(ctx, cl.Config, sample); err != nil {
 		return err
 	}
-	printUsage(kubeconfig, sample)
-	return runOperator(ctx, cfg)
+	printUsage(kubeconfig, sample, cl, delay)
+	return runOperator(ctx, cl.Config)
 }
 
-func writeKubeconfig(env *envtest.Environment) (string, error) {
-	user, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
-	if err != nil {
-		return "", err
-	}
-	raw, err := user.KubeConfig()
+// copyKubeconfig puts the cluster's admin kubeconfig where the README says.
+func copyKubeconfig(from string) (string, error) {
+	raw, err := os.ReadFile(from)
 	if err != nil {
 		return "", err
 	}
@@ -155,21 +166,22 @@ func runOperator(ctx context.Context, cfg *rest.Config) error {
 	return mgr.Start(ctx)
 }
 
-func printUsage(kubeconfig, sample string) {
+func printUsage(kubeconfig, sample string, cl *cluster.Cluster, delay time.Duration) {
 	fmt.Printf(`
-Local API server is up; the operator is running and %s is applied.
+The local control plane is up (%s, %d KWOK nodes with nvidia.com/gpu: 8 each); the
+LeaderWorkerSet controllers and the operator are running; %s is applied.
 
   export KUBECONFIG=%s
-  kubectl get dgd,deploy,controllerrevisions
+  kubectl get dgd,deploy,pods,controllerrevisions
   kubectl get dgd vllm-disagg -o yaml          # status, conditions, revisions
 
-Trigger a rollout (tensor parallelism 2 on decode, a new worker revision):
+Trigger a rollout (tensor parallelism 2 on decode, a new worker revision) and watch it:
   kubectl apply -f config/samples/disagg-tp2.yaml
+  kubectl get dgd vllm-disagg -w
 Or patch the image of every worker:
   kubectl patch dgd vllm-disagg --type=json -p '[{"op":"replace","path":"/spec/services/VllmDecodeWorker/extraPodSpec/mainContainer/image","value":"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.5.0"}]'
 
-This local control plane has no kube-controller-manager, so Deployments get no pods
-and the rollout waits for readiness (kubectl patch the Deployment status to play it).
-Stop with Ctrl-C.
-`, sample, kubeconfig)
+KWOK simulates the pods (no container runs): each becomes Ready %s after it starts.
+Stop everything with Ctrl-C.
+`, cl.StartupDuration.Round(time.Millisecond), len(cl.NodeNames()), sample, kubeconfig, delay)
 }

@@ -8,14 +8,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/invariants"
 )
 
 // checkPods checks availability and isolation on the DGD's pods.
 func (w *Watcher) checkPods() {
-	services, ok := w.services()
+	d, ok := w.get()
 	if !ok {
 		return
 	}
+	services := invariants.ServicesOf(d)
+	recreate := d.RolloutOrDefault().Strategy == v1alpha1.RecreateStrategy
 	var pods corev1.PodList
 	if err := w.c.List(context.Background(), &pods, client.InNamespace(w.ns), client.MatchingLabels{v1alpha1.LabelGraph: w.dgd}); err != nil {
 		return
@@ -49,7 +52,7 @@ func (w *Watcher) checkPods() {
 			continue
 		}
 		w.Stats.MinReady[s.Name] = min(w.Stats.MinReady[s.Name], ready[s.Name])
-		if ready[s.Name] < floor {
+		if ready[s.Name] < floor && !recreate {
 			w.fail(fmt.Sprintf("availability: %s has %d ready pods, fewer than %d-%d", s.Name, ready[s.Name], s.Replicas, s.Unavail))
 		}
 	}

@@ -25,7 +25,8 @@ import (
 // ROLLOUT.md's invariants on each:
 //   - surge, at every workload event: replicas set per worker service <= R + maxSurge;
 //   - availability, at every pod event: ready, non-terminating pods per worker service
-//     >= R - maxUnavailable, once the service first reached that floor;
+//     >= R - maxUnavailable, once the service first reached that floor (not under
+//     strategy Recreate, which stops the old revision before starting the new one);
 //   - isolation, at every pod event: no effective Dynamo namespace
 //     (DYN_NAMESPACE-DYN_NAMESPACE_WORKER_SUFFIX) holds pods of two revisions, and every
 //     worker pod's suffix is its revision's hash;
@@ -125,11 +126,19 @@ func (w *Watcher) fail(v ...string) {
 }
 
 func (w *Watcher) services() ([]invariants.Service, bool) {
+	d, ok := w.get()
+	if !ok {
+		return nil, false
+	}
+	return invariants.ServicesOf(d), true
+}
+
+func (w *Watcher) get() (*v1alpha1.DynamoGraphDeployment, bool) {
 	var d v1alpha1.DynamoGraphDeployment
 	if err := w.c.Get(context.Background(), client.ObjectKey{Namespace: w.ns, Name: w.dgd}, &d); err != nil {
 		return nil, false
 	}
-	return invariants.ServicesOf(&d), true
+	return &d, true
 }
 
 // checkWorkloads checks surge on the replicas set on every worker Deployment.

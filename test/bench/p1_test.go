@@ -1,0 +1,277 @@
+// Package bench holds the benchmarks that need the local control plane (make bench).
+//
+// P1: in one run on the local control plane with one KWOK pod-ready delay, the time to
+// roll a plain Deployment of 8 replicas (maxSurge 1, maxUnavailable 0) against the time
+// to roll a Deployment-backed DGD worker service of 8 replicas with the same settings,
+// and the API writes the operator made (targets: ratio <= 1.05, <= 3 writes per step,
+// 0 in steady state).
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+// Replicas and PodReadyDelay are P1's fixed parameters.
+const (
+	Replicas      = 8
+	PodReadyDelay = time.Second
+)
+
+// writeCounter counts the operator's mutating API requests by kind of target.
+type writeCounter struct {
+	workloads, status, events, other atomic.Int64
+	next                             http.RoundTripper
+}
+
+func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method != http.MethodGet {
+		switch p := r.URL.Path; {
+		case contains(p, "/events"):
+			w.events.Add(1)
+		case contains(p, "/status"):
+			w.status.Add(1)
+		case contains(p, "/deployments"):
+			w.workloads.Add(1)
+		default:
+			w.other.Add(1)
+		}
+	}
+	return w.next.RoundTrip(r)
+}
+
+func (w *writeCounter) total() int64 {
+	return w.workloads.Load() + w.status.Load() + w.events.Load() + w.other.Load()
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func BenchmarkP1DeploymentVsDGD(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
+		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
+	}
+	ctx := context.Background()
+	cl, err := cluster.Start(ctx, cluster.Options{Nodes: 4, PodReadyDelay: PodReadyDelay})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cl.Stop() }()
+	if err := cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")); err != nil {
+		b.Fatal(err)
+	}
+	k8s, err := client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	counter := startOperator(b, cl.Config)
+	for i := 0; i < b.N; i++ {
+		ns := fmt.Sprintf("p1-%d", i)
+		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+		dep := rollDeployment(b, k8s, ns)
+		dgd, steps, writes, events, steady := rollDGD(b, k8s, counter, ns)
+		ratio := dgd.Seconds() / dep.Seconds()
+		perStep := float64(writes) / float64(max(steps, 1))
+		b.ReportMetric(dep.Seconds(), "deployment-s")
+		b.ReportMetric(dgd.Seconds(), "dgd-s")
+		b.ReportMetric(ratio, "ratio")
+		b.ReportMetric(perStep, "writes/step")
+		b.ReportMetric(float64(steady), "steady-writes")
+		fmt.Printf("P1 (%d replicas, maxSurge 1, maxUnavailable 0, pod-ready delay %s): Deployment %.2fs, DGD %.2fs, ratio %.3f (target <= 1.05)\n"+
+			"    operator API writes: %d workload+status writes over %d steps = %.2f/step (target <= 3), plus %d Event writes; %d in steady state (target 0)\n",
+			Replicas, PodReadyDelay, dep.Seconds(), dgd.Seconds(), ratio, writes, steps, perStep, events, steady)
+	}
+}
+
+func startOperator(b *testing.B, cfg *rest.Config) *writeCounter {
+	counter := &writeCounter{}
+	opCfg := rest.CopyConfig(cfg)
+	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
+	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{Scheme: app.NewScheme(), Cache: app.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := app.Setup(mgr); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	b.Cleanup(cancel)
+	go func() { _ = mgr.Start(ctx) }()
+	return counter
+}
+
+// rollDeployment creates a ready Deployment, changes its image and times the rollout
+// until kubectl rollout status would call it complete.
+func rollDeployment(b *testing.B, k8s client.Client, ns string) time.Duration {
+	ctx := context.Background()
+	labels := map[string]string{"app": "plain"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resourceOne()}}}}}},
+		}}
+	if err := k8s.Create(ctx, d); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return deploymentComplete(k8s, ns) })
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
+		b.Fatal(err)
+	}
+	d.Spec.Template.Spec.Containers[0].Image = "vllm:v2"
+	begin := time.Now()
+	if err := k8s.Update(ctx, d); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return deploymentComplete(k8s, ns) })
+	took := time.Since(begin)
+	_ = k8s.Delete(ctx, d) // frees the fake GPUs for the DGD
+	return took
+}
+
+func deploymentComplete(k8s client.Client, ns string) bool {
+	var d appsv1.Deployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "plain"}, &d); err != nil {
+		return false
+	}
+	s := d.Status
+	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == Replicas && s.Replicas == Replicas && s.AvailableReplicas == Replicas
+}
+
+// rollDGD does the same with a DGD worker service and counts the operator's writes:
+// over the rollout (until the drained revision is deleted), per step (a pass that moved
+// replicas), and in steady state (a reconcile triggered after it, which must write
+// nothing).
+func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) (took time.Duration, steps, writes, events, steady int64) {
+	ctx := context.Background()
+	obj := harness.NewDGD(ns, "p1").Service("worker", "worker", "", Replicas, "vllm:v1").Rollout("1", "0").Obj()
+	obj.Spec.Services["worker"].Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
+	if err := k8s.Create(ctx, obj); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return dgdComplete(k8s, ns, 1) && oldGone(k8s, ns) })
+	stepsBefore, eventsBefore, before := metric("dgd_rollout_steps_total", ns), counter.events.Load(), counter.total()
+	var live v1alpha1.DynamoGraphDeployment
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
+		b.Fatal(err)
+	}
+	harness.SetImage(&live, "vllm:v2")
+	begin := time.Now()
+	if err := k8s.Update(ctx, &live); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return dgdComplete(k8s, ns, 2) })
+	took = time.Since(begin)
+	waitFor(b, func() bool { return oldGone(k8s, ns) && statusShowsOneRevision(k8s, ns) })
+	steps = int64(metric("dgd_rollout_steps_total", ns) - stepsBefore)
+	events = counter.events.Load() - eventsBefore
+	writes = counter.total() - before - events
+	steady = steadyWrites(b, k8s, counter, ns)
+	return took, steps, writes, events, steady
+}
+
+// steadyWrites touches the frontend Deployment (the Owns watch triggers a reconcile),
+// waits until that reconcile has returned, and counts what the operator wrote.
+func steadyWrites(b *testing.B, k8s client.Client, counter *writeCounter, ns string) int64 {
+	ctx := context.Background()
+	var fe appsv1.Deployment
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p1-frontend"}, &fe); err != nil {
+		b.Fatal(err)
+	}
+	reconciles, before := metric("controller_runtime_reconcile_total", ""), counter.total()
+	patch := client.MergeFrom(fe.DeepCopy())
+	fe.Labels["touched"] = "yes"
+	if err := k8s.Patch(ctx, &fe, patch); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return metric("controller_runtime_reconcile_total", "") > reconciles })
+	return counter.total() - before
+}
+
+// metric sums a counter from the operator's (in-process) metrics registry, filtered by
+// a namespace label when ns is set, or by the DGD controller otherwise.
+func metric(name, ns string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if (ns != "" && l.GetName() == "namespace" && l.GetValue() == ns) ||
+					(ns == "" && l.GetName() == "controller" && l.GetValue() == "dynamographdeployment") {
+					sum += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return sum
+}
+
+func dgdComplete(k8s client.Client, ns string, rev int64) bool {
+	var d v1alpha1.DynamoGraphDeployment
+	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "p1"}, &d); err != nil {
+		return false
+	}
+	ru := d.Status.RollingUpdate
+	return d.Status.UpdateRevisionNumber == rev && ru != nil && ru.Phase == v1alpha1.RolloutCompleted &&
+		d.Status.Services["worker"].ReadyReplicas == Replicas
+}
+
+func oldGone(k8s client.Client, ns string) bool {
+	var list appsv1.DeploymentList
+	_ = k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelGraph: "p1"})
+	return len(list.Items) == 2 // frontend + the new worker revision
+}
+
+func statusShowsOneRevision(k8s client.Client, ns string) bool {
+	var d v1alpha1.DynamoGraphDeployment
+	_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "p1"}, &d)
+	return len(d.Status.Services["worker"].Workloads) == 1
+}
+
+func waitFor(b *testing.B, cond func() bool) {
+	deadline := time.Now().Add(3 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatal("timed out")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func resourceOne() resource.Quantity { return resource.MustParse("1") }

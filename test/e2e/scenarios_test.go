@@ -1,0 +1,193 @@
+package e2e
+
+import (
+	"time"
+
+	"os"
+	"path/filepath"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+// gpus gives every worker one nvidia.com/gpu, so pods land on the fake GPU nodes.
+func gpus(d *v1alpha1.DynamoGraphDeployment) *v1alpha1.DynamoGraphDeployment {
+	for _, name := range d.WorkerServiceNames() {
+		d.Spec.Services[name].Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
+	}
+	return d
+}
+
+func setArgs(service string, args ...string) func(*v1alpha1.DynamoGraphDeployment) {
+	return func(d *v1alpha1.DynamoGraphDeployment) {
+		d.Spec.Services[service].ExtraPodSpec.MainContainer.Args = args
+	}
+}
+
+func image(img string) func(*v1alpha1.DynamoGraphDeployment) {
+	return func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, img) }
+}
+
+var _ = Describe("Deployment backend on the local control plane", func() {
+	It("rolls an aggregated worker of 4 to a new image", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "agg").Service("worker", "worker", "", 4, "vllm:v1").Obj()))
+		s.update(image("vllm:v2"))
+		s.waitRolledOut(2)
+		// Pods being terminated exist beyond the surge budget, as with a Deployment's own
+		// rolling update: surge bounds the replicas set, which the watcher checks.
+		Expect(s.w.Snapshot().MinReady["worker"]).To(BeNumerically(">=", 3), "maxUnavailable 25% of 4 is 1")
+	})
+
+	It("rolls disaggregated P=4/D=2 to tensor parallelism 2 (an args change)", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "tp").Disagg(4, 2, "vllm:v1").Obj()))
+		s.update(setArgs("decode", "--tensor-parallel-size", "2"))
+		s.waitRolledOut(2)
+		st := s.w.Snapshot()
+		Expect(st.PassStates).To(BeNumerically(">", 2))
+		Expect(st.MaxSkew).To(BeNumerically("<=", 0.5))
+	})
+
+	It("holds a 50% partition, then completes when promoted", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "canary").Disagg(4, 2, "vllm:v1").Partition("50%").Obj()))
+		s.update(image("vllm:v2"))
+		s.until("partitioned", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
+			ru := d.Status.RollingUpdate
+			return d.Status.UpdateRevisionNumber == 2 && ru != nil && ru.Reason == "Partitioned" &&
+				d.Status.Services["prefill"].ReadyReplicas == 4 && d.Status.Services["decode"].ReadyReplicas == 2
+		})
+		d := s.dgd()
+		Expect(pool(d, 1)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(pool(d, 2)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = nil })
+		s.waitRolledOut(2)
+	})
+
+	It("pauses mid-rollout and resumes", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "pause").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj()))
+		s.update(image("vllm:v2"))
+		s.until("under way", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
+			return d.Status.UpdateRevisionNumber == 2 && pool(d, 2)["prefill"] >= 2
+		})
+		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
+		s.until("paused with every pod ready", func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+			ru := d.Status.RollingUpdate
+			return ru != nil && ru.Phase == v1alpha1.RolloutPaused && allReady(pods)
+		})
+		held := pool(s.dgd(), 2)
+		Consistently(func() map[string]int32 { return pool(s.dgd(), 2) }, 3*PodReadyDelay, 200*time.Millisecond).Should(Equal(held))
+		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = false })
+		s.waitRolledOut(2)
+	})
+
+	It("retargets A→B→C mid-rollout", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "abc").Disagg(8, 4, "vllm:a").Rollout("1", "0").Obj()))
+		s.update(image("vllm:b"))
+		s.until("B under way", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
+			return d.Status.UpdateRevisionNumber == 2 && pool(d, 2)["prefill"] >= 3
+		})
+		s.update(image("vllm:c"))
+		s.waitRolledOut(3)
+	})
+
+	It("rolls back to revision 1, renumbered 3", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "undo").Disagg(4, 2, "vllm:v1").Obj()))
+		s.update(image("vllm:v2"))
+		s.waitRolledOut(2)
+		var revs appsv1.ControllerRevisionList
+		Expect(k8s.List(ctx, &revs, client.InNamespace(s.ns))).To(Succeed())
+		var one *appsv1.ControllerRevision
+		for i := range revs.Items {
+			if revs.Items[i].Revision == 1 {
+				one = &revs.Items[i]
+			}
+		}
+		Expect(one).NotTo(BeNil())
+		s.update(func(d *v1alpha1.DynamoGraphDeployment) {
+			spec, err := revisions.Restore(d, one)
+			Expect(err).NotTo(HaveOccurred())
+			d.Spec = *spec
+		})
+		s.waitRolledOut(3)
+		Expect(updateHash(s.dgd())).To(Equal(revisions.HashOf(one)))
+	})
+
+	It("recreates: old pods are gone before new ones start", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "recreate").Disagg(4, 2, "vllm:v1").Strategy(v1alpha1.RecreateStrategy).Obj()))
+		old := updateHash(s.dgd())
+		s.update(image("vllm:v2"))
+		s.until("rolled out without overlap", func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+			var oldPods, newPods int
+			for _, p := range pods {
+				switch p.Labels[v1alpha1.LabelWorkerHash] {
+				case old:
+					oldPods++
+				case updateHash(d):
+					newPods++
+				}
+			}
+			Expect(oldPods == 0 || newPods == 0 || d.Status.UpdateRevisionNumber == 1).To(BeTrue(), "old and new pods coexist")
+			return d.Status.UpdateRevisionNumber == 2 && rolledOut(d, pods)
+		})
+	})
+
+	It("deletes every pod, workload and revision with the DGD", func() {
+		s := start(gpus(harness.NewDGD(newNamespace(), "gone").Disagg(2, 1, "vllm:v1").Obj()))
+		Expect(k8s.Delete(ctx, s.dgd())).To(Succeed())
+		Eventually(func(g Gomega) {
+			var pods corev1.PodList
+			var deps appsv1.DeploymentList
+			var revs appsv1.ControllerRevisionList
+			var rss appsv1.ReplicaSetList
+			g.Expect(k8s.List(ctx, &pods, client.InNamespace(s.ns))).To(Succeed())
+			g.Expect(k8s.List(ctx, &deps, client.InNamespace(s.ns))).To(Succeed())
+			g.Expect(k8s.List(ctx, &revs, client.InNamespace(s.ns))).To(Succeed())
+			g.Expect(k8s.List(ctx, &rss, client.InNamespace(s.ns))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+			g.Expect(deps.Items).To(BeEmpty())
+			g.Expect(revs.Items).To(BeEmpty())
+			g.Expect(rss.Items).To(BeEmpty())
+		}, time.Minute, 200*time.Millisecond).Should(Succeed())
+	})
+
+	It("rolls the seed example (Frontend + VllmDecodeWorker + VllmPrefillWorker) to TP 2 on decode", func() {
+		ns := newNamespace()
+		obj := readSample("disagg.yaml")
+		obj.Namespace = ns
+		s := start(obj)
+		tp2 := readSample("disagg-tp2.yaml")
+		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec = tp2.Spec })
+		s.waitRolledOut(2)
+		for _, p := range s.pods() {
+			if p.Labels[v1alpha1.LabelService] == "VllmDecodeWorker" {
+				Expect(p.Spec.Containers[0].Args).To(ContainElement("--tensor-parallel-size"))
+				Expect(p.Spec.NodeName).NotTo(BeEmpty())
+			}
+		}
+	})
+})
+
+func readSample(name string) *v1alpha1.DynamoGraphDeployment {
+	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "samples", name))
+	Expect(err).NotTo(HaveOccurred())
+	var d v1alpha1.DynamoGraphDeployment
+	Expect(yaml.Unmarshal(raw, &d)).To(Succeed())
+	return &d
+}
+
+func allReady(pods []corev1.Pod) bool {
+	for i := range pods {
+		if !podReady(&pods[i]) || !pods[i].DeletionTimestamp.IsZero() {
+			return false
+		}
+	}
+	return true
+}

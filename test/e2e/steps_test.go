@@ -1,0 +1,149 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// RolloutTimeout bounds one rollout in this suite.
+const RolloutTimeout = 3 * time.Minute
+
+// scenario is one DGD under the invariant watcher.
+type scenario struct {
+	ns, name string
+	w        *Watcher
+}
+
+// start creates the DGD, starts the watcher first so it sees every event, and waits
+// until revision 1 is fully rolled out and ready.
+func start(obj *v1alpha1.DynamoGraphDeployment) *scenario {
+	w, err := Watch(ctx, cl.Config, obj.Namespace, obj.Name)
+	Expect(err).NotTo(HaveOccurred())
+	s := &scenario{ns: obj.Namespace, name: obj.Name, w: w}
+	DeferCleanup(func() {
+		w.Stop()
+		GinkgoWriter.Printf("%s/%s watcher: %+v\n", s.ns, s.name, w.Snapshot())
+		s.remove() // free the fake GPUs for the next scenario
+	})
+	Expect(k8s.Create(ctx, obj)).To(Succeed())
+	s.waitRolledOut(1)
+	return s
+}
+
+// remove deletes the DGD and waits until the garbage collector has removed its pods.
+func (s *scenario) remove() {
+	d := &v1alpha1.DynamoGraphDeployment{}
+	d.Namespace, d.Name = s.ns, s.name
+	Expect(client.IgnoreNotFound(k8s.Delete(ctx, d))).To(Succeed())
+	Eventually(s.pods, time.Minute, 100*time.Millisecond).Should(BeEmpty())
+}
+
+func (s *scenario) dgd() *v1alpha1.DynamoGraphDeployment {
+	var d v1alpha1.DynamoGraphDeployment
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: s.ns, Name: s.name}, &d)).To(Succeed())
+	return &d
+}
+
+func (s *scenario) update(change func(*v1alpha1.DynamoGraphDeployment)) {
+	Eventually(func() error {
+		d := s.dgd()
+		change(d)
+		return k8s.Update(ctx, d)
+	}).Should(Succeed())
+}
+
+// until polls cond, failing at once when the watcher reports a violation.
+func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment, []corev1.Pod) bool) {
+	Eventually(func(g Gomega) {
+		if v := s.w.Violations(); len(v) > 0 {
+			StopTrying(fmt.Sprintf("invariant violated: %s", strings.Join(v, "; "))).Now()
+		}
+		d := s.dgd()
+		g.Expect(cond(d, s.pods())).To(BeTrue(), "%s: status %s", what, summary(d))
+	}, RolloutTimeout, 100*time.Millisecond).Should(Succeed())
+	Expect(s.w.Violations()).To(BeEmpty())
+}
+
+// waitRolledOut waits until revision n is complete: phase Completed, every worker
+// pod on the update revision, existing, ready and not terminating.
+func (s *scenario) waitRolledOut(n int64) {
+	s.until(fmt.Sprintf("revision %d rolled out", n), func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+		return d.Status.UpdateRevisionNumber == n && rolledOut(d, pods)
+	})
+}
+
+func rolledOut(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+	ru := d.Status.RollingUpdate
+	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted || d.Status.ObservedGeneration != d.Generation {
+		return false
+	}
+	hash := updateHash(d)
+	want := map[string]int{}
+	for _, name := range d.ServiceNames() {
+		svc := d.Spec.Services[name]
+		want[strings.ToLower(name)] = int(svc.DesiredReplicas() * svc.NodeCount())
+	}
+	got := map[string]int{}
+	for _, p := range pods {
+		svc := d.Spec.Services[p.Labels[v1alpha1.LabelService]]
+		if svc == nil || !p.DeletionTimestamp.IsZero() || !podReady(&p) {
+			return false
+		}
+		if svc.IsWorker() && p.Labels[v1alpha1.LabelWorkerHash] != hash {
+			return false
+		}
+		got[strings.ToLower(p.Labels[v1alpha1.LabelService])]++
+	}
+	for k, v := range want {
+		if got[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func updateHash(d *v1alpha1.DynamoGraphDeployment) string {
+	return strings.TrimPrefix(d.Status.UpdateRevision, d.Name+"-")
+}
+
+func (s *scenario) pods() []corev1.Pod {
+	var list corev1.PodList
+	Expect(k8s.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{v1alpha1.LabelGraph: s.name})).To(Succeed())
+	return list.Items
+}
+
+// pool counts the replicas set per service on one worker revision (from status).
+func pool(d *v1alpha1.DynamoGraphDeployment, revision int64) map[string]int32 {
+	out := map[string]int32{}
+	for _, name := range d.WorkerServiceNames() {
+		for _, w := range d.Status.Services[name].Workloads {
+			if w.Revision == revision {
+				out[name] += w.Replicas
+			}
+		}
+	}
+	return out
+}
+
+func summary(d *v1alpha1.DynamoGraphDeployment) string {
+	var b strings.Builder
+	if ru := d.Status.RollingUpdate; ru != nil {
+		fmt.Fprintf(&b, "phase=%s/%s rev=%d ", ru.Phase, ru.Reason, d.Status.UpdateRevisionNumber)
+	}
+	for _, name := range d.ServiceNames() {
+		fmt.Fprintf(&b, "%s:", name)
+		for _, w := range d.Status.Services[name].Workloads {
+			fmt.Fprintf(&b, " r%d=%d/%d", w.Revision, w.ReadyReplicas, w.Replicas)
+		}
+		b.WriteString("; ")
+	}
+	return b.String()
+}

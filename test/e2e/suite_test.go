@@ -1,0 +1,76 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/test/cluster"
+)
+
+// PodReadyDelay is KWOK's Running→Ready delay in this suite: rollouts take real time.
+const PodReadyDelay = time.Second
+
+var (
+	cl     *cluster.Cluster
+	k8s    client.Client
+	ctx    = context.Background()
+	nsN    int
+	stopOp context.CancelFunc
+)
+
+func TestEndToEnd(t *testing.T) {
+	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
+		t.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "End to end on the local control plane")
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.Level(zapErrorsOnly)))
+	var err error
+	cl, err = cluster.Start(ctx, cluster.Options{Nodes: 4, GPUsPerNode: 8, PodReadyDelay: PodReadyDelay})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(cl.Stop()).To(Succeed()) })
+	GinkgoWriter.Printf("local control plane up in %s\n", cl.StartupDuration)
+	Expect(cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases"))).To(Succeed())
+	k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
+	Expect(err).NotTo(HaveOccurred())
+	startOperator()
+})
+
+// startOperator runs the operator in this process, wired exactly as cmd/manager.
+func startOperator() {
+	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{
+		Scheme: app.NewScheme(), Cache: app.CacheOptions(),
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(app.Setup(mgr)).To(Succeed())
+	var opCtx context.Context
+	opCtx, stopOp = context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(opCtx) }()
+	DeferCleanup(func() { stopOp(); Expect(<-done).To(Succeed()) })
+}
+
+func newNamespace() string {
+	nsN++
+	ns := fmt.Sprintf("e2e-%d", nsN)
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	return ns
+}

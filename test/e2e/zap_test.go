@@ -1,0 +1,5 @@
+package e2e
+
+import "go.uber.org/zap/zapcore"
+
+const zapErrorsOnly = zapcore.ErrorLevel
