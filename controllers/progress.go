@@ -59,20 +59,22 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	st.RollingUpdate = ru
 }
 
-// phaseOf maps the plan to a rollout phase, reason and message.
+// phaseOf maps the planner's view of the state this pass leaves behind to a rollout
+// phase, reason and message.
 func (p *pass) phaseOf() (v1alpha1.RolloutPhase, string, string) {
+	a := p.after
 	switch {
-	case p.plan.Done:
+	case a.Done:
 		return v1alpha1.RolloutCompleted, "RolloutCompleted", fmt.Sprintf("every worker is on revision %d", p.revs.Update.Revision)
-	case p.plan.Phase == planner.PhasePartitioned:
-		return v1alpha1.RolloutPaused, "Partitioned", p.plan.Reason
-	case p.plan.Phase == planner.PhasePaused:
-		return v1alpha1.RolloutPaused, "Paused", p.plan.Reason
-	case p.plan.Phase == planner.PhaseBlocked:
+	case a.Phase == planner.PhasePartitioned:
+		return v1alpha1.RolloutPaused, "Partitioned", a.Reason
+	case a.Phase == planner.PhasePaused:
+		return v1alpha1.RolloutPaused, "Paused", a.Reason
+	case a.Phase == planner.PhaseBlocked:
 		// No step keeps the invariants with these budgets; only a spec change helps.
-		return v1alpha1.RolloutFailed, "RolloutBlocked", p.plan.Reason
+		return v1alpha1.RolloutFailed, "RolloutBlocked", a.Reason
 	default:
-		return v1alpha1.RolloutInProgress, "RollingUpdate", p.plan.Reason
+		return v1alpha1.RolloutInProgress, "RollingUpdate", a.Reason
 	}
 }
 
@@ -100,7 +102,7 @@ func (p *pass) updatedServices() []string {
 	update := p.updateHash()
 	for _, name := range p.dgd.WorkerServiceNames() {
 		var ready, old int32
-		for _, w := range p.workers() {
+		for _, w := range p.result {
 			switch {
 			case w.Service != name:
 			case w.Hash == update:
@@ -118,7 +120,7 @@ func (p *pass) updatedServices() []string {
 
 func (p *pass) hasOldWorkers() bool {
 	for _, w := range p.workers() {
-		if w.Hash != p.updateHash() {
+		if w.Hash != p.updateHash() && w.Replicas > 0 {
 			return true
 		}
 	}

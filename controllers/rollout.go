@@ -23,7 +23,10 @@ func (p *pass) rollout(ctx context.Context) error {
 	return p.applyIncreases(ctx)
 }
 
-func (p *pass) plannerInput() planner.Input {
+func (p *pass) plannerInput() planner.Input { return p.inputFrom(p.workers()) }
+
+// inputFrom builds the planner's input from the spec and a set of worker workloads.
+func (p *pass) inputFrom(workloads []observed) planner.Input {
 	ro := p.dgd.RolloutOrDefault()
 	in := planner.Input{
 		Spec: planner.Spec{
@@ -46,7 +49,10 @@ func (p *pass) plannerInput() planner.Input {
 		})
 		seen[name] = true
 	}
-	for _, w := range p.workers() {
+	for _, w := range workloads {
+		if w.Hash == "" {
+			continue
+		}
 		if !seen[w.Service] { // a worker service removed from the spec drains with its pool
 			seen[w.Service] = true
 			in.Spec.Services = append(in.Spec.Services, planner.ServiceSpec{
@@ -138,6 +144,7 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 			Key: key, Spec: p.dgd.Spec.Services[name], Replicas: t})
 		wname := backends.WorkloadName(p.dgd.Name, name, key.Hash)
 		p.r.expected.expect(p.key(wname), t)
+		p.created = append(p.created, observed{backend: b, Workload: backends.Workload{Key: key, Kind: b.Kind(), Name: wname, Replicas: t}})
 		p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", wname, t))
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Kind() < order[j].Kind() })

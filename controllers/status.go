@@ -91,10 +91,11 @@ func (p *pass) revisionOfWorkload(w observed) int64 {
 	return p.revisionOf(w.Hash)
 }
 
-// sortedWorkloadsOf lists a service's workloads, newest revision first.
+// sortedWorkloadsOf lists a service's workloads as this pass leaves them, newest
+// revision first.
 func (p *pass) sortedWorkloadsOf(service string) []observed {
 	var out []observed
-	for _, w := range p.workloads {
+	for _, w := range p.result {
 		if w.Service == service {
 			out = append(out, w)
 		}
@@ -108,7 +109,7 @@ func (p *pass) fillRevisions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	st.UpdateRevisionNumber = p.revs.Update.Revision
 	st.CollisionCount = &p.revs.CollisionCount
 	switch {
-	case p.plan.Done:
+	case p.after.Done:
 		st.CurrentRevision = p.revs.Update.Name
 	case p.revs.Current != nil:
 		st.CurrentRevision = p.revs.Current.Name

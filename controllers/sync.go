@@ -40,6 +40,10 @@ type pass struct {
 	// waitingForCache: the cache does not yet show the operator's last write; this pass
 	// acts on nothing and writes no status.
 	waitingForCache bool
+	created         []observed      // workloads this pass created
+	deleted         map[string]bool // names of workloads this pass deleted
+	result          []observed      // the workloads as this pass leaves them (computeResult)
+	after           planner.Plan    // the planner's view of result: the phase the status reports
 }
 
 // observed is a workload with the backend that manages it and its live pod count.
@@ -85,7 +89,32 @@ func (p *pass) sync(ctx context.Context) error {
 	if err := p.rollout(ctx); err != nil {
 		return err
 	}
-	return p.cleanup(ctx)
+	if err := p.cleanup(ctx); err != nil {
+		return err
+	}
+	p.computeResult()
+	return nil
+}
+
+// computeResult is the state this pass leaves behind, which the status reports: every
+// workload at the replicas the pass set, ready counted up to those replicas (a replica
+// being removed is not counted on), workloads it created, none it deleted. Reporting
+// the result rather than the input means the passes that only see their own writes
+// arrive in the cache find nothing new to write: one status write per step.
+func (p *pass) computeResult() {
+	p.result = nil
+	for _, w := range p.workloads {
+		if p.deleted[w.Name] {
+			continue
+		}
+		if w.Hash != "" {
+			w.Replicas = p.target(w.Key, w.Replicas)
+			w.Ready = min(w.Ready, w.Replicas)
+		}
+		p.result = append(p.result, w)
+	}
+	p.result = append(p.result, p.created...)
+	p.after = planner.Compute(p.inputFrom(p.result))
 }
 
 // resolveBackends picks every service's backend and renders every service's pod
@@ -206,17 +235,17 @@ func (p *pass) syncStable(ctx context.Context) error {
 			continue
 		}
 		if svc := p.dgd.Spec.Services[w.Service]; svc == nil || svc.IsWorker() || p.backendOf[w.Service] != w.backend {
-			if err := w.backend.Delete(ctx, p.dgd, w.Key); err != nil {
+			if err := p.delete(ctx, w); err != nil {
 				return err
 			}
-			p.wrote = append(p.wrote, fmt.Sprintf("deleted %s %s", w.Kind, w.Name))
 		}
 	}
 	return nil
 }
 
 // cleanup deletes the workloads of old revisions once their whole pool is drained: every
-// workload at zero replicas and no pods left.
+// workload at zero replicas, reporting none, and no pod left (terminating ones
+// included: a workload's own status stops counting a pod as soon as it terminates).
 func (p *pass) cleanup(ctx context.Context) error {
 	update := p.updateHash()
 	drained := map[string]bool{}
@@ -233,11 +262,24 @@ func (p *pass) cleanup(ctx context.Context) error {
 	}
 	for _, w := range p.workloads {
 		if w.Hash != "" && drained[w.Hash] {
-			if err := w.backend.Delete(ctx, p.dgd, w.Key); err != nil {
+			if err := p.delete(ctx, w); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+func (p *pass) delete(ctx context.Context, w observed) error {
+	if err := w.backend.Delete(ctx, p.dgd, w.Key); err != nil {
+		return err
+	}
+	if p.deleted == nil {
+		p.deleted = map[string]bool{}
+	}
+	p.deleted[w.Name] = true
+	p.r.expected.forget(p.key(w.Name))
+	p.wrote = append(p.wrote, fmt.Sprintf("deleted %s %s", w.Kind, w.Name))
 	return nil
 }
 

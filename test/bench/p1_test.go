@@ -10,6 +10,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/go-logr/logr"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -74,6 +75,7 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
 		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
 	}
+	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
 	cl, err := cluster.Start(ctx, cluster.Options{Nodes: 4, PodReadyDelay: PodReadyDelay})
 	if err != nil {

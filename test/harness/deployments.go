@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -49,8 +50,8 @@ func (e *Env) PlayDeployments(ctx context.Context, ns, dgd string, grow int32) (
 			continue
 		}
 		d.Status = want
-		if err := e.Client.Status().Update(ctx, d); apierrors.IsConflict(err) {
-			return true, nil // the operator wrote it meanwhile: the next step sees the new spec
+		if err := e.Client.Status().Update(ctx, d); apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			return true, nil // the operator changed or deleted it meanwhile: the next step sees that
 		} else if err != nil {
 			return false, fmt.Errorf("playing Deployment %s: %w", d.Name, err)
 		}
@@ -91,9 +92,9 @@ func (e *Env) Take(ctx context.Context, ns, name string) (Snapshot, error) {
 }
 
 // Settled reports whether the operator has acted on everything it can see: its last
-// status was computed from exactly these Deployments, replica and ready counts. A pass
-// that wrote anything changes a Deployment after computing its status, so a settled DGD
-// has no write pending until something else changes.
+// status reports exactly these Deployments, replica and ready counts. The status is the
+// result of the pass that wrote it, so when it matches the Deployments and their ready
+// counts, no pass has anything left to act on until something else changes.
 func (s Snapshot) Settled() bool {
 	if s.DGD.Status.ObservedGeneration != s.DGD.Generation || s.DGD.Status.UpdateRevision == "" {
 		return false
@@ -109,11 +110,34 @@ func (s Snapshot) Settled() bool {
 	}
 	for _, d := range s.All {
 		w, ok := seen[d.Name]
-		if !ok || w.Replicas != ptr.Deref(d.Spec.Replicas, 1) || w.ReadyReplicas != d.Status.AvailableReplicas {
+		spec := ptr.Deref(d.Spec.Replicas, 1)
+		ready := d.Status.AvailableReplicas
+		if d.Labels[v1alpha1.LabelWorkerHash] != "" {
+			ready = min(ready, spec) // the status counts no replica being removed
+		}
+		if !ok || w.Replicas != spec || w.ReadyReplicas != ready {
 			return false
 		}
 	}
-	return len(s.DGD.Status.Services) == len(s.DGD.ServiceNames())
+	return len(s.DGD.Status.Services) == len(s.DGD.ServiceNames()) && !s.drainedPoolLeft()
+}
+
+// drainedPoolLeft reports an old revision whose Deployments are all at zero and report
+// no replicas: the operator is about to delete them (the status cannot show that).
+func (s Snapshot) drainedPoolLeft() bool {
+	busy := map[string]bool{}
+	for _, d := range s.All {
+		if h := d.Labels[v1alpha1.LabelWorkerHash]; h != "" {
+			busy[h] = busy[h] || ptr.Deref(d.Spec.Replicas, 1) > 0 || d.Status.Replicas > 0
+		}
+	}
+	update := strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
+	for h, b := range busy {
+		if h != update && !b {
+			return true
+		}
+	}
+	return false
 }
 
 // Replicas maps "service@hash" to the replicas set on each worker Deployment.
