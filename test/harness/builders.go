@@ -83,3 +83,9 @@ func SetImage(dgd *v1alpha1.DynamoGraphDeployment, image string) {
 		dgd.Spec.Services[name].ExtraPodSpec.MainContainer.Image = image
 	}
 }
+
+// Multinode makes every replica of a service a gang of n pods.
+func (d *DGD) Multinode(service string, n int32) *DGD {
+	d.obj.Spec.Services[service].Multinode = &v1alpha1.MultinodeSpec{NodeCount: n}
+	return d
+}

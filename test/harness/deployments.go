@@ -12,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/test/invariants"
 )
@@ -60,12 +62,21 @@ func (e *Env) PlayDeployments(ctx context.Context, ns, dgd string, grow int32) (
 	return changed, nil
 }
 
-// Snapshot is a DGD and its worker Deployments as invariants.Workloads.
+// Snapshot is a DGD, its Deployments and LeaderWorkerSets, and its worker workloads as
+// invariants.Workloads.
 type Snapshot struct {
 	DGD       v1alpha1.DynamoGraphDeployment
 	Workloads []invariants.Workload
 	Stable    []appsv1.Deployment
 	All       []appsv1.Deployment
+	LWS       []lwsv1.LeaderWorkerSet
+	records   []record
+}
+
+// record is one workload of either kind, as Settled compares it with the status.
+type record struct {
+	name, hash          string
+	spec, ready, actual int32
 }
 
 // Take reads the DGD and its Deployments.
@@ -79,16 +90,27 @@ func (e *Env) Take(ctx context.Context, ns, name string) (Snapshot, error) {
 		return s, err
 	}
 	s.All = ds
+	if s.LWS, err = e.LeaderWorkerSets(ctx, ns, name); err != nil {
+		return s, err
+	}
 	for _, d := range ds {
-		hash := d.Labels[v1alpha1.LabelWorkerHash]
-		if hash == "" {
+		s.add(d.Labels, d.Name, ptr.Deref(d.Spec.Replicas, 1), d.Status.AvailableReplicas, d.Status.Replicas)
+		if d.Labels[v1alpha1.LabelWorkerHash] == "" {
 			s.Stable = append(s.Stable, d)
-			continue
 		}
-		s.Workloads = append(s.Workloads, invariants.Workload{Service: d.Labels[v1alpha1.LabelService], Hash: hash,
-			Spec: ptr.Deref(d.Spec.Replicas, 1), Ready: d.Status.AvailableReplicas})
+	}
+	for _, l := range s.LWS {
+		s.add(l.Labels, l.Name, ptr.Deref(l.Spec.Replicas, 1), l.Status.ReadyReplicas, l.Status.Replicas)
 	}
 	return s, nil
+}
+
+func (s *Snapshot) add(labels map[string]string, name string, spec, ready, actual int32) {
+	hash := labels[v1alpha1.LabelWorkerHash]
+	s.records = append(s.records, record{name: name, hash: hash, spec: spec, ready: ready, actual: actual})
+	if hash != "" {
+		s.Workloads = append(s.Workloads, invariants.Workload{Service: labels[v1alpha1.LabelService], Hash: hash, Spec: spec, Ready: ready})
+	}
 }
 
 // Settled reports whether the operator has acted on everything it can see: its last
@@ -105,17 +127,16 @@ func (s Snapshot) Settled() bool {
 			seen[w.Name] = w
 		}
 	}
-	if len(seen) != len(s.All) {
+	if len(seen) != len(s.records) {
 		return false
 	}
-	for _, d := range s.All {
-		w, ok := seen[d.Name]
-		spec := ptr.Deref(d.Spec.Replicas, 1)
-		ready := d.Status.AvailableReplicas
-		if d.Labels[v1alpha1.LabelWorkerHash] != "" {
-			ready = min(ready, spec) // the status counts no replica being removed
+	for _, r := range s.records {
+		w, ok := seen[r.name]
+		ready := r.ready
+		if r.hash != "" {
+			ready = min(ready, r.spec) // the status counts no replica being removed
 		}
-		if !ok || w.Replicas != spec || w.ReadyReplicas != ready {
+		if !ok || w.Replicas != r.spec || w.ReadyReplicas != ready {
 			return false
 		}
 	}
@@ -126,9 +147,9 @@ func (s Snapshot) Settled() bool {
 // no replicas: the operator is about to delete them (the status cannot show that).
 func (s Snapshot) drainedPoolLeft() bool {
 	busy := map[string]bool{}
-	for _, d := range s.All {
-		if h := d.Labels[v1alpha1.LabelWorkerHash]; h != "" {
-			busy[h] = busy[h] || ptr.Deref(d.Spec.Replicas, 1) > 0 || d.Status.Replicas > 0
+	for _, r := range s.records {
+		if r.hash != "" {
+			busy[r.hash] = busy[r.hash] || r.spec > 0 || r.actual > 0
 		}
 	}
 	update := strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")

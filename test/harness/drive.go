@@ -50,7 +50,7 @@ func (e *Env) Drive(ctx context.Context, ns, name string, grow int32, maxSteps i
 		if done(s) {
 			return steps, nil
 		}
-		changed, err := e.PlayDeployments(ctx, ns, name, grow)
+		changed, err := e.Play(ctx, ns, name, grow)
 		if err != nil {
 			return steps, err
 		}
@@ -59,4 +59,14 @@ func (e *Env) Drive(ctx context.Context, ns, name string, grow int32, maxSteps i
 		}
 	}
 	return steps, fmt.Errorf("not done after %d steps", maxSteps)
+}
+
+// Play plays every workload controller of a DGD once (Deployments and LeaderWorkerSets).
+func (e *Env) Play(ctx context.Context, ns, name string, grow int32) (bool, error) {
+	d, err := e.PlayDeployments(ctx, ns, name, grow)
+	if err != nil {
+		return false, err
+	}
+	l, err := e.PlayLeaderWorkerSets(ctx, ns, name, grow)
+	return d || l, err
 }

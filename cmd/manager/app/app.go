@@ -9,15 +9,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers"
 	"github.com/dgd-rollout/operator/revisions"
 )
@@ -29,6 +32,9 @@ func NewScheme() *runtime.Scheme {
 		panic(err) // static registration; cannot fail
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := lwsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -45,10 +51,23 @@ func CacheOptions() cache.Options {
 	}}
 }
 
-// Backends registers every backend this build runs, explicitly.
+// Backends registers every backend this build runs, explicitly. A backend whose CRD is
+// not installed in the cluster is left out (watching it would stop the manager from
+// starting); DGDs that need it report InvalidSpec: backend not available.
 func Backends(mgr ctrl.Manager) *backends.Registry {
-	return backends.NewRegistry().
+	r := backends.NewRegistry().
 		Register(v1alpha1.BackendDeployment, deployment.New(mgr.GetClient(), mgr.GetScheme()))
+	if installed(mgr, lwsv1.SchemeGroupVersion.WithKind("LeaderWorkerSet")) {
+		r.Register(v1alpha1.BackendLeaderWorkerSet, lws.New(mgr.GetClient(), mgr.GetScheme()))
+	} else {
+		ctrl.Log.Info("LeaderWorkerSet CRD not installed: the LeaderWorkerSet backend is off")
+	}
+	return r
+}
+
+func installed(mgr ctrl.Manager, gvk schema.GroupVersionKind) bool {
+	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
+	return err == nil
 }
 
 // Setup adds the DynamoGraphDeployment controller to mgr.

@@ -1,0 +1,188 @@
+// Package lws is the LeaderWorkerSet backend: one LeaderWorkerSet per (worker service,
+// revision) whose replicas are gangs of multinode.nodeCount pods (a leader and
+// nodeCount-1 workers). The template never changes after creation, so LWS's own rolling
+// update never runs; replicas are moved only by the planner, through Scale. Every field
+// LWS's defaulting webhook would set is set here, so correctness never depends on it.
+package lws
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+)
+
+// Kind is the workload kind of this backend.
+const Kind = "LeaderWorkerSet"
+
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch;create;update;patch;delete
+
+// Backend manages LeaderWorkerSets.
+type Backend struct {
+	Client client.Client
+	Scheme *runtime.Scheme
+}
+
+var _ backends.Backend = (*Backend)(nil)
+
+// New returns a LeaderWorkerSet backend.
+func New(c client.Client, s *runtime.Scheme) *Backend { return &Backend{Client: c, Scheme: s} }
+
+// Kind implements backends.Backend.
+func (b *Backend) Kind() string { return Kind }
+
+// Objects implements backends.Backend.
+func (b *Backend) Objects() []client.Object { return []client.Object{&lwsv1.LeaderWorkerSet{}} }
+
+// Ensure implements backends.Backend. A stable (non-worker) multinode service is
+// updated in place like any stable workload: template and replicas.
+func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
+	for _, sw := range pool.Services {
+		want, err := b.render(dgd, sw)
+		if err != nil {
+			return err
+		}
+		var have lwsv1.LeaderWorkerSet
+		err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
+		switch {
+		case apierrors.IsNotFound(err):
+			if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("creating LeaderWorkerSet %s/%s: %w", want.Namespace, want.Name, err)
+			}
+		case err != nil:
+			return fmt.Errorf("getting LeaderWorkerSet %s/%s: %w", want.Namespace, want.Name, err)
+		case !metav1.IsControlledBy(&have, dgd):
+			return fmt.Errorf("LeaderWorkerSet %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
+		case sw.Hash == "":
+			if err := b.updateStable(ctx, &have, want); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (b *Backend) updateStable(ctx context.Context, have, want *lwsv1.LeaderWorkerSet) error {
+	if have.Annotations[backends.AnnotationTemplateHash] == want.Annotations[backends.AnnotationTemplateHash] &&
+		ptr.Deref(have.Spec.Replicas, 1) == ptr.Deref(want.Spec.Replicas, 1) {
+		return nil
+	}
+	patch := client.MergeFrom(have.DeepCopy())
+	if have.Annotations == nil {
+		have.Annotations = map[string]string{}
+	}
+	have.Annotations[backends.AnnotationTemplateHash] = want.Annotations[backends.AnnotationTemplateHash]
+	have.Spec.Replicas = want.Spec.Replicas
+	have.Spec.LeaderWorkerTemplate.LeaderTemplate = want.Spec.LeaderWorkerTemplate.LeaderTemplate
+	have.Spec.LeaderWorkerTemplate.WorkerTemplate = want.Spec.LeaderWorkerTemplate.WorkerTemplate
+	if err := b.Client.Patch(ctx, have, patch); err != nil {
+		return fmt.Errorf("updating LeaderWorkerSet %s/%s: %w", have.Namespace, have.Name, err)
+	}
+	return nil
+}
+
+// render builds the LeaderWorkerSet of one (service, revision): size = nodeCount, the
+// service's pod template (with the Dynamo namespace variables) for leader and workers.
+func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*lwsv1.LeaderWorkerSet, error) {
+	tmpl, err := backends.PodTemplate(dgd, sw.Service, sw.Hash, sw.Spec, dgd.Spec.Envs)
+	if err != nil {
+		return nil, err
+	}
+	leader := tmpl.DeepCopy()
+	lws := &lwsv1.LeaderWorkerSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        backends.WorkloadName(dgd.Name, sw.Service, sw.Hash),
+			Namespace:   dgd.Namespace,
+			Labels:      backends.Labels(dgd, sw.Service, sw.Hash),
+			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash(tmpl)},
+		},
+		Spec: lwsv1.LeaderWorkerSetSpec{
+			Replicas: ptr.To(sw.Replicas),
+			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
+				LeaderTemplate: leader,
+				WorkerTemplate: tmpl,
+				Size:           ptr.To(sw.Spec.NodeCount()),
+				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
+			},
+			// LWS's own rolling update never runs (the template never changes); these are
+			// the values its defaulting webhook would set.
+			RolloutStrategy: lwsv1.RolloutStrategy{
+				Type: lwsv1.RollingUpdateStrategyType,
+				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
+					Partition: ptr.To[int32](0), MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0)},
+			},
+			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
+			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
+		},
+	}
+	if err := controllerutil.SetControllerReference(dgd, lws, b.Scheme); err != nil {
+		return nil, err
+	}
+	return lws, nil
+}
+
+// Observe implements backends.Backend. Ready is LWS readyReplicas: groups whose leader
+// and every worker are ready.
+func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
+	var list lwsv1.LeaderWorkerSetList
+	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
+		client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}); err != nil {
+		return nil, fmt.Errorf("listing LeaderWorkerSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	var out []backends.Workload
+	for i := range list.Items {
+		l := &list.Items[i]
+		if !metav1.IsControlledBy(l, dgd) {
+			continue
+		}
+		out = append(out, backends.Workload{
+			Key:      backends.Key{Service: l.Labels[v1alpha1.LabelService], Hash: l.Labels[v1alpha1.LabelWorkerHash]},
+			Kind:     Kind,
+			Name:     l.Name,
+			Replicas: ptr.Deref(l.Spec.Replicas, 1),
+			Ready:    l.Status.ReadyReplicas,
+			Updated:  l.Status.UpdatedReplicas,
+			Current:  l.Status.Replicas,
+			Stale:    l.Status.ObservedGeneration < l.Generation,
+		})
+	}
+	return out, nil
+}
+
+// Scale implements backends.Backend.
+func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
+	var l lwsv1.LeaderWorkerSet
+	name := backends.WorkloadName(dgd.Name, key.Service, key.Hash)
+	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: dgd.Namespace, Name: name}, &l); err != nil {
+		return fmt.Errorf("getting LeaderWorkerSet %s/%s: %w", dgd.Namespace, name, err)
+	}
+	if ptr.Deref(l.Spec.Replicas, 1) == replicas {
+		return nil
+	}
+	patch := client.MergeFrom(l.DeepCopy())
+	l.Spec.Replicas = ptr.To(replicas)
+	if err := b.Client.Patch(ctx, &l, patch); err != nil {
+		return fmt.Errorf("scaling LeaderWorkerSet %s/%s to %d: %w", dgd.Namespace, name, replicas, err)
+	}
+	return nil
+}
+
+// Delete implements backends.Backend.
+func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
+	l := &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
+		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}
+	if err := b.Client.Delete(ctx, l, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting LeaderWorkerSet %s/%s: %w", l.Namespace, l.Name, err)
+	}
+	return nil
+}
