@@ -23,8 +23,9 @@ func (w *Watcher) checkPods() {
 	if err := w.c.List(context.Background(), &pods, client.InNamespace(w.ns), client.MatchingLabels{v1alpha1.LabelGraph: w.dgd}); err != nil {
 		return
 	}
-	ready, exist := map[string]int32{}, map[string]int{}
+	exist := map[string]int{}
 	hashOfNS := map[string]string{}
+	gangs := map[string]map[string]int32{} // service -> gang -> ready pods
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		hash := p.Labels[v1alpha1.LabelWorkerHash]
@@ -33,10 +34,26 @@ func (w *Watcher) checkPods() {
 		}
 		svc := p.Labels[v1alpha1.LabelService]
 		exist[svc]++
+		if gangs[svc] == nil {
+			gangs[svc] = map[string]int32{}
+		}
+		gang := hash + "/" + p.Name // a single-node replica is its own gang
+		if key, ok := p.Labels[lwsGroupKey]; ok {
+			gang = hash + "/" + key
+		}
 		if p.DeletionTimestamp.IsZero() && podReady(p) {
-			ready[svc]++
+			gangs[svc][gang]++
 		}
 		w.checkIsolation(p, hash, hashOfNS)
+	}
+	ready := map[string]int32{}
+	for svc, byGang := range gangs {
+		size := d.Spec.Services[svc].NodeCount()
+		for _, n := range byGang {
+			if n >= size {
+				ready[svc]++
+			}
+		}
 	}
 	for _, s := range services {
 		exist := exist[s.Name]
@@ -57,6 +74,9 @@ func (w *Watcher) checkPods() {
 		}
 	}
 }
+
+// lwsGroupKey labels every pod of one LeaderWorkerSet group.
+const lwsGroupKey = "leaderworkerset.sigs.k8s.io/group-key"
 
 // checkIsolation records the pod's effective Dynamo namespace and fails when two
 // revisions share one, or when the suffix is not the pod's own revision hash.

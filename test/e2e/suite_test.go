@@ -19,6 +19,7 @@ import (
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/lws"
 )
 
 // PodReadyDelay is KWOK's Running→Ready delay in this suite: rollouts take real time.
@@ -47,9 +48,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cl.Stop()).To(Succeed()) })
 	GinkgoWriter.Printf("local control plane up in %s\n", cl.StartupDuration)
-	Expect(cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases"))).To(Succeed())
+	Expect(cl.InstallCRDs(ctx, append([]string{filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")}, lws.CRDPaths()...)...)).To(Succeed())
 	k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
+	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
+	Expect(err).NotTo(HaveOccurred(), "the real LeaderWorkerSet controllers and webhooks")
+	DeferCleanup(func() { Expect(runner.Stop()).To(Succeed()) })
 	startOperator()
 })
 

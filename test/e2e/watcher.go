@@ -10,11 +10,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
@@ -24,8 +26,8 @@ import (
 // Watcher observes every Pod, Deployment and DGD event of one namespace and checks
 // ROLLOUT.md's invariants on each:
 //   - surge, at every workload event: replicas set per worker service <= R + maxSurge;
-//   - availability, at every pod event: ready, non-terminating pods per worker service
-//     >= R - maxUnavailable, once the service first reached that floor (not under
+//   - availability, at every pod event: ready replicas per worker service (pods, or
+//     gangs whose every pod is ready and not terminating) >= R - maxUnavailable, once the service first reached that floor (not under
 //     strategy Recreate, which stops the old revision before starting the new one);
 //   - isolation, at every pod event: no effective Dynamo namespace
 //     (DYN_NAMESPACE-DYN_NAMESPACE_WORKER_SUFFIX) holds pods of two revisions, and every
@@ -64,7 +66,8 @@ func Watch(ctx context.Context, cfg *rest.Config, ns, dgd string) (*Watcher, err
 	w := &Watcher{c: c, ns: ns, dgd: dgd, floor: map[string]bool{},
 		Stats: Stats{PeakPods: map[string]int{}, MinReady: map[string]int32{}}}
 	for obj, check := range map[client.Object]func(){
-		&corev1.Pod{}: w.checkPods, &appsv1.Deployment{}: w.checkWorkloads, &v1alpha1.DynamoGraphDeployment{}: w.checkPass,
+		&corev1.Pod{}: w.checkPods, &appsv1.Deployment{}: w.checkWorkloads, &lwsv1.LeaderWorkerSet{}: w.checkWorkloads,
+		&v1alpha1.DynamoGraphDeployment{}: w.checkPass,
 	} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
@@ -141,20 +144,30 @@ func (w *Watcher) get() (*v1alpha1.DynamoGraphDeployment, bool) {
 	return &d, true
 }
 
-// checkWorkloads checks surge on the replicas set on every worker Deployment.
+// checkWorkloads checks surge on the replicas set on every worker Deployment and
+// LeaderWorkerSet.
 func (w *Watcher) checkWorkloads() {
 	services, ok := w.services()
 	if !ok {
 		return
 	}
-	var list appsv1.DeploymentList
-	if err := w.c.List(context.Background(), &list, client.InNamespace(w.ns), client.MatchingLabels{v1alpha1.LabelGraph: w.dgd}); err != nil {
-		return
-	}
+	ctx, sel := context.Background(), client.MatchingLabels{v1alpha1.LabelGraph: w.dgd}
 	var ws []invariants.Workload
-	for _, d := range list.Items {
-		if h := d.Labels[v1alpha1.LabelWorkerHash]; h != "" && d.DeletionTimestamp.IsZero() {
-			ws = append(ws, invariants.Workload{Service: d.Labels[v1alpha1.LabelService], Hash: h, Spec: ptr.Deref(d.Spec.Replicas, 1)})
+	add := func(o metav1.Object, replicas *int32) {
+		if h := o.GetLabels()[v1alpha1.LabelWorkerHash]; h != "" && o.GetDeletionTimestamp().IsZero() {
+			ws = append(ws, invariants.Workload{Service: o.GetLabels()[v1alpha1.LabelService], Hash: h, Spec: ptr.Deref(replicas, 1)})
+		}
+	}
+	var deps appsv1.DeploymentList
+	if err := w.c.List(ctx, &deps, client.InNamespace(w.ns), sel); err == nil {
+		for i := range deps.Items {
+			add(&deps.Items[i], deps.Items[i].Spec.Replicas)
+		}
+	}
+	var lwss lwsv1.LeaderWorkerSetList
+	if err := w.c.List(ctx, &lwss, client.InNamespace(w.ns), sel); err == nil {
+		for i := range lwss.Items {
+			add(&lwss.Items[i], lwss.Items[i].Spec.Replicas)
 		}
 	}
 	w.fail(invariants.CheckSurge(services, ws)...)
