@@ -66,6 +66,8 @@ type Workload struct {
 type Backend interface {
 	// Kind is the workload kind this backend manages, e.g. "Deployment".
 	Kind() string
+	// Name is the name of the object that holds key's replicas (what Observe reports).
+	Name(dgd *v1alpha1.DynamoGraphDeployment, key Key) string
 	// Ensure makes every workload of pool exist. A missing workload is created with its
 	// Replicas. A stable workload (pool.Hash == "") also gets its template and replicas
 	// updated in place when they differ. A worker workload's template is never changed
@@ -86,6 +88,13 @@ type Backend interface {
 // The planner then counts removing unready replicas as free.
 type UnreadyFirstScaler interface {
 	ScaleDownRemovesUnreadyFirst() bool
+}
+
+// LabelWatcher is implemented by a backend whose replica-holding objects are not owned
+// by the DGD (Grove's PodCliques belong to their PodCliqueSet). The controller watches
+// these types and maps an object to its DGD by the LabelGraph label.
+type LabelWatcher interface {
+	Watched() []client.Object
 }
 
 // RemovesUnreadyFirst reports whether b implements UnreadyFirstScaler and says true.

@@ -96,6 +96,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		for _, obj := range be.Objects() {
 			b = b.Owns(obj)
 		}
+		if lw, ok := be.(backends.LabelWatcher); ok {
+			for _, obj := range lw.Watched() {
+				b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(podToDGD))
+			}
+		}
 	}
 	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
 		builder.WithPredicates(predicate.Funcs{
@@ -107,6 +112,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
+// podToDGD maps any object carrying the LabelGraph label (pods, Grove PodCliques...) to
+// its DGD.
 func podToDGD(_ context.Context, o client.Object) []reconcile.Request {
 	name, ok := o.GetLabels()[v1alpha1.LabelGraph]
 	if !ok {

@@ -3,7 +3,15 @@ package controllers
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
+
+// Prometheus metrics of the operator, registered with controller-runtime's registry and
+// so served on the manager's metrics endpoint (--metrics-bind-address, default :8080,
+// path /metrics) next to controller-runtime's own controller_runtime_* and workqueue_*
+// series. Per-DGD series carry the labels namespace and name; ForgetDGD deletes them
+// when the DGD is deleted.
 
 // RolloutSteps counts the reconcile passes that moved worker replicas, per DGD. It is
 // served on the manager's metrics endpoint as dgd_rollout_steps_total.
@@ -12,6 +20,97 @@ var RolloutSteps = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Reconcile passes that scaled, created or deleted worker workloads of a DynamoGraphDeployment.",
 }, []string{"namespace", "name"})
 
+// RolloutPhase is 1 for the rollout phase a DGD is in and 0 for the other phases, as
+// dgd_rollout_phase{namespace, name, phase}; phase is one of rolloutPhases. Set it with
+// ObservePhase.
+var RolloutPhase = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "dgd_rollout_phase",
+	Help: "Rollout phase of a DynamoGraphDeployment (status.rollingUpdate.phase): 1 for the current phase, 0 for the others.",
+}, []string{"namespace", "name", "phase"})
+
+// RolloutDuration observes how long worker rollouts take, from status.rollingUpdate.startTime
+// to endTime, as dgd_rollout_duration_seconds. It has no per-DGD labels (a histogram
+// per DGD would multiply series by the bucket count); the buckets run from 1 s to about
+// 4.5 h. Observe with ObserveRolloutDuration.
+var RolloutDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "dgd_rollout_duration_seconds",
+	Help:    "Time from the start of a DynamoGraphDeployment worker rollout to its completion.",
+	Buckets: prometheus.ExponentialBuckets(1, 2, 15), // 1 s .. 16384 s
+})
+
+// RevisionsKept is the number of worker revisions (ControllerRevisions) a DGD keeps, as
+// dgd_revisions_kept{namespace, name}. Set it with ObserveRevisionsKept.
+var RevisionsKept = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "dgd_revisions_kept",
+	Help: "Worker revisions (ControllerRevisions) a DynamoGraphDeployment keeps in its history.",
+}, []string{"namespace", "name"})
+
+// ReconcileErrors counts reconcile passes of a DGD that returned an error (and so were
+// retried with backoff), as dgd_reconcile_errors_total{namespace, name}. Count with
+// ObserveReconcileError.
+var ReconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "dgd_reconcile_errors_total",
+	Help: "Reconcile passes of a DynamoGraphDeployment that ended in an error.",
+}, []string{"namespace", "name"})
+
+// rolloutPhases are the values of the phase label of dgd_rollout_phase.
+var rolloutPhases = []v1alpha1.RolloutPhase{
+	v1alpha1.RolloutPending, v1alpha1.RolloutInProgress, v1alpha1.RolloutPaused,
+	v1alpha1.RolloutCompleted, v1alpha1.RolloutFailed,
+}
+
 func init() {
-	ctrlmetrics.Registry.MustRegister(RolloutSteps)
+	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutDuration, RevisionsKept, ReconcileErrors)
+}
+
+// ObservePhase sets dgd_rollout_phase of DGD namespace/name: 1 for phase, 0 for every
+// other phase. An unknown phase (not a RolloutPhase) gets its own series at 1.
+func ObservePhase(namespace, name, phase string) {
+	for _, p := range rolloutPhases {
+		RolloutPhase.WithLabelValues(namespace, name, string(p)).Set(0)
+	}
+	RolloutPhase.WithLabelValues(namespace, name, phase).Set(1)
+}
+
+// ObserveRolloutDuration records one completed rollout that took seconds.
+func ObserveRolloutDuration(seconds float64) {
+	RolloutDuration.Observe(seconds)
+}
+
+// ObserveRevisionsKept sets dgd_revisions_kept of DGD namespace/name to n.
+func ObserveRevisionsKept(namespace, name string, n int) {
+	RevisionsKept.WithLabelValues(namespace, name).Set(float64(n))
+}
+
+// ObserveReconcileError counts one failed reconcile pass of DGD namespace/name.
+func ObserveReconcileError(namespace, name string) {
+	ReconcileErrors.WithLabelValues(namespace, name).Inc()
+}
+
+// ObserveStatus records what a successful status write says, given the status before
+// (old, possibly empty) and after it (cur): the phase (ObservePhase), and, when the
+// write completes a rollout (rollingUpdate.endTime newly set), its duration
+// (ObserveRolloutDuration). Calling it only after a write succeeded means a write
+// retried after a conflict does not observe the same rollout twice.
+func ObserveStatus(namespace, name string, old, cur *v1alpha1.DynamoGraphDeploymentStatus) {
+	ru := cur.RollingUpdate
+	if ru == nil {
+		return
+	}
+	ObservePhase(namespace, name, string(ru.Phase))
+	wasDone := old != nil && old.RollingUpdate != nil && old.RollingUpdate.EndTime != nil
+	if ru.EndTime != nil && ru.StartTime != nil && !wasDone {
+		ObserveRolloutDuration(ru.EndTime.Sub(ru.StartTime.Time).Seconds())
+	}
+}
+
+// ForgetDGD deletes every per-DGD series of DGD namespace/name (steps, phase, revisions
+// kept, reconcile errors), so a deleted DGD stops being reported. The duration
+// histogram has no per-DGD series.
+func ForgetDGD(namespace, name string) {
+	labels := prometheus.Labels{"namespace": namespace, "name": name}
+	RolloutSteps.DeletePartialMatch(labels)
+	RolloutPhase.DeletePartialMatch(labels)
+	RevisionsKept.DeletePartialMatch(labels)
+	ReconcileErrors.DeletePartialMatch(labels)
 }

@@ -142,7 +142,7 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 		}
 		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
 			Key: key, Spec: p.dgd.Spec.Services[name], Replicas: t})
-		wname := backends.WorkloadName(p.dgd.Name, name, key.Hash)
+		wname := b.Name(p.dgd, key)
 		p.r.expected.expect(p.key(wname), t)
 		p.created = append(p.created, observed{backend: b, Workload: backends.Workload{Key: key, Kind: b.Kind(), Name: wname, Replicas: t}})
 		p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", wname, t))

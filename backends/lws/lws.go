@@ -41,6 +41,11 @@ func New(c client.Client, s *runtime.Scheme) *Backend { return &Backend{Client: 
 // Kind implements backends.Backend.
 func (b *Backend) Kind() string { return Kind }
 
+// Name implements backends.Backend.
+func (b *Backend) Name(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
+	return backends.WorkloadName(dgd.Name, key.Service, key.Hash)
+}
+
 // Objects implements backends.Backend.
 func (b *Backend) Objects() []client.Object { return []client.Object{&lwsv1.LeaderWorkerSet{}} }
 

@@ -89,3 +89,9 @@ func (d *DGD) Multinode(service string, n int32) *DGD {
 	d.obj.Spec.Services[service].Multinode = &v1alpha1.MultinodeSpec{NodeCount: n}
 	return d
 }
+
+// Backend sets spec.backend.
+func (d *DGD) Backend(b v1alpha1.BackendType) *DGD {
+	d.obj.Spec.Backend = b
+	return d
+}

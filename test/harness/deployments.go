@@ -14,6 +14,8 @@ import (
 
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/test/invariants"
 )
@@ -70,6 +72,7 @@ type Snapshot struct {
 	Stable    []appsv1.Deployment
 	All       []appsv1.Deployment
 	LWS       []lwsv1.LeaderWorkerSet
+	PCS       []grovev1.PodCliqueSet
 	records   []record
 }
 
@@ -101,6 +104,31 @@ func (e *Env) Take(ctx context.Context, ns, name string) (Snapshot, error) {
 	}
 	for _, l := range s.LWS {
 		s.add(l.Labels, l.Name, ptr.Deref(l.Spec.Replicas, 1), l.Status.ReadyReplicas, l.Status.Replicas)
+	}
+	if s.PCS, err = e.PodCliqueSets(ctx, ns, name); err != nil {
+		return s, err
+	}
+	pclqs, pcsgs, err := e.groveObjects(ctx, ns, name)
+	if err != nil {
+		return s, err
+	}
+	seen := map[string]bool{}
+	for _, c := range pclqs {
+		if ownedByLive(&c, s.PCS) { // the garbage collector would remove the others
+			seen[c.Name] = true
+			s.add(c.Labels, c.Name, c.Spec.Replicas, c.Status.ReadyReplicas, c.Status.Replicas)
+		}
+	}
+	for _, g := range pcsgs {
+		if ownedByLive(&g, s.PCS) {
+			seen[g.Name] = true
+			s.add(g.Labels, g.Name, g.Spec.Replicas, g.Status.AvailableReplicas, g.Status.Replicas)
+		}
+	}
+	for _, pcs := range s.PCS {
+		for _, c := range missingGroveChildren(&pcs, seen) {
+			s.add(c.labels, c.name, c.replicas, 0, 0) // Grove has not created it yet
+		}
 	}
 	return s, nil
 }

@@ -61,12 +61,17 @@ func (e *Env) Drive(ctx context.Context, ns, name string, grow int32, maxSteps i
 	return steps, fmt.Errorf("not done after %d steps", maxSteps)
 }
 
-// Play plays every workload controller of a DGD once (Deployments and LeaderWorkerSets).
+// Play plays every workload controller of a DGD once (Deployments, LeaderWorkerSets and
+// Grove).
 func (e *Env) Play(ctx context.Context, ns, name string, grow int32) (bool, error) {
 	d, err := e.PlayDeployments(ctx, ns, name, grow)
 	if err != nil {
 		return false, err
 	}
 	l, err := e.PlayLeaderWorkerSets(ctx, ns, name, grow)
-	return d || l, err
+	if err != nil {
+		return false, err
+	}
+	g, err := e.PlayGrove(ctx, ns, name, grow)
+	return d || l || g, err
 }

@@ -5,6 +5,7 @@ package app
 
 import (
 	"fmt"
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -20,6 +21,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers"
 	"github.com/dgd-rollout/operator/revisions"
@@ -35,6 +37,9 @@ func NewScheme() *runtime.Scheme {
 		panic(err)
 	}
 	if err := lwsv1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := grovev1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	return s
@@ -61,6 +66,11 @@ func Backends(mgr ctrl.Manager) *backends.Registry {
 		r.Register(v1alpha1.BackendLeaderWorkerSet, lws.New(mgr.GetClient(), mgr.GetScheme()))
 	} else {
 		ctrl.Log.Info("LeaderWorkerSet CRD not installed: the LeaderWorkerSet backend is off")
+	}
+	if installed(mgr, grovev1.SchemeGroupVersion.WithKind("PodCliqueSet")) {
+		r.Register(v1alpha1.BackendGrove, grove.New(mgr.GetClient(), mgr.GetScheme()))
+	} else {
+		ctrl.Log.Info("Grove CRDs not installed: the Grove backend is off")
 	}
 	return r
 }

@@ -1,0 +1,254 @@
+package grove_test
+
+import (
+	"slices"
+	"strings"
+
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+func updateHash(s harness.Snapshot) string {
+	return strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
+}
+
+func completed(s harness.Snapshot) bool {
+	ru := s.DGD.Status.RollingUpdate
+	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
+		return false
+	}
+	for _, w := range s.Workloads {
+		if w.Hash != updateHash(s) {
+			return false
+		}
+	}
+	return len(s.PCS) == len(hashes(s))+1 // the stable PodCliqueSet and the update revision's
+}
+
+func hashes(s harness.Snapshot) []string {
+	var out []string
+	for _, w := range s.Workloads {
+		if !slices.Contains(out, w.Hash) {
+			out = append(out, w.Hash)
+		}
+	}
+	return out
+}
+
+func poolOf(s harness.Snapshot, hash string) map[string]int32 {
+	out := map[string]int32{}
+	for _, w := range s.Workloads {
+		if w.Hash == hash {
+			out[w.Service] += w.Spec
+		}
+	}
+	return out
+}
+
+func poolSize(s harness.Snapshot, hash string) (n int32) {
+	for _, v := range poolOf(s, hash) {
+		n += v
+	}
+	return n
+}
+
+func onGrove(d *harness.DGD) *harness.DGD { return d.Backend(v1alpha1.BackendGrove) }
+
+func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
+	Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	steps, err := env.Drive(ctx, obj.Namespace, obj.Name, -1, 10, completed)
+	Expect(err).NotTo(HaveOccurred())
+	return steps[len(steps)-1]
+}
+
+func update(ns, name string, change func(*v1alpha1.DynamoGraphDeployment)) {
+	Eventually(func() error {
+		var d v1alpha1.DynamoGraphDeployment
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+			return err
+		}
+		change(&d)
+		return env.Client.Update(ctx, &d)
+	}).Should(Succeed())
+}
+
+func image(img string) func(*v1alpha1.DynamoGraphDeployment) {
+	return func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, img) }
+}
+
+func pcsNamed(s harness.Snapshot, name string) *grovev1.PodCliqueSet {
+	for i := range s.PCS {
+		if s.PCS[i].Name == name {
+			return &s.PCS[i]
+		}
+	}
+	return nil
+}
+
+var _ = Describe("first deploy on Grove", func() {
+	It("creates a stable PodCliqueSet for the frontend and one per worker revision, every defaulted field set", func() {
+		ns := newNamespace()
+		s := deploy(onGrove(harness.NewDGD(ns, "first").Disagg(4, 2, "vllm:v1").Multinode("decode", 4)).Obj())
+		h := hashes(s)[0]
+		Expect(s.PCS).To(HaveLen(2))
+		stable, rev := pcsNamed(s, "first"), pcsNamed(s, "first-"+h)
+		Expect(stable).NotTo(BeNil())
+		Expect(rev).NotTo(BeNil())
+		Expect(rev.Spec.Replicas).To(Equal(int32(1)))
+		Expect(rev.Spec.UpdateStrategy.Type).To(Equal(grovev1.RollingRecreateStrategy))
+		Expect(rev.Spec.Template.TerminationDelay).NotTo(BeNil())
+		Expect(rev.Spec.Template.StartupType).NotTo(BeNil())
+		Expect(rev.Spec.Template.HeadlessServiceConfig).NotTo(BeNil())
+		Expect(names(rev.Spec.Template)).To(Equal("decode-l decode-w decode[decode-l,decode-w] prefill"))
+		for _, c := range rev.Spec.Template.Cliques {
+			Expect(c.Spec.MinAvailable).NotTo(BeNil(), c.Name)
+			Expect(c.Spec.RoleName).To(Equal(c.Name))
+			Expect(c.Spec.PodSpec.RestartPolicy).NotTo(BeEmpty())
+			Expect(c.Spec.PodSpec.TerminationGracePeriodSeconds).NotTo(BeNil())
+			env := map[string]string{}
+			for _, e := range c.Spec.PodSpec.Containers[0].Env {
+				env[e.Name] = e.Value
+			}
+			Expect(env[v1alpha1.EnvDynNamespaceWorkerSuffix]).To(Equal(h))
+			Expect(env).NotTo(HaveKey(HavePrefix("GROVE_")), "our env must not clash with Grove's GROVE_* variables")
+		}
+		var w int32
+		for _, c := range rev.Spec.Template.Cliques {
+			if c.Name == "decode-w" {
+				w = c.Spec.Replicas
+			}
+		}
+		Expect(w).To(Equal(int32(3)), "a decode gang is a leader and nodeCount-1 workers")
+		Expect(s.DGD.Status.Services["decode"].WorkloadKind).To(Equal("PodCliqueSet"))
+		Expect(s.DGD.Status.Services["decode"].Workloads[0].Name).To(Equal("first-" + h + "-0-decode"))
+	})
+})
+
+var _ = Describe("rollouts on Grove", func() {
+	It("rolls a multinode disagg graph (prefill 4x2, decode 2x4 on PCSGs), one gang ready per step", func() {
+		ns := newNamespace()
+		old := hashes(deploy(onGrove(harness.NewDGD(ns, "gangs").Disagg(4, 2, "vllm:v1").Multinode("prefill", 2).Multinode("decode", 4)).Obj()))[0]
+		update(ns, "gangs", image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "gangs", 1, 60, completed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })).To(BeTrue())
+		last := steps[len(steps)-1]
+		Expect(hashes(last)).NotTo(ContainElement(old))
+		Expect(pcsNamed(last, "gangs-"+old)).To(BeNil(), "the drained revision's PodCliqueSet is deleted whole")
+		Expect(poolOf(last, updateHash(last))).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+	})
+
+	It("rolls single-node P=4/D=2 standalone cliques through their scale subresource and keeps the template in step", func() {
+		ns := newNamespace()
+		deploy(onGrove(harness.NewDGD(ns, "cliques").Disagg(4, 2, "vllm:v1")).Obj())
+		update(ns, "cliques", image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "cliques", 1, 60, completed)
+		Expect(err).NotTo(HaveOccurred())
+		last := steps[len(steps)-1]
+		rev := pcsNamed(last, "cliques-"+updateHash(last))
+		for _, c := range rev.Spec.Template.Cliques {
+			Expect(c.Spec.Replicas).To(Equal(map[string]int32{"prefill": 4, "decode": 2}[c.Name]), "template kept in step for "+c.Name)
+		}
+	})
+
+	It("holds at partition 50% and completes at 0", func() {
+		ns := newNamespace()
+		old := hashes(deploy(onGrove(harness.NewDGD(ns, "canary").Disagg(4, 2, "vllm:v1").Multinode("decode", 2)).Partition("50%").Obj()))[0]
+		update(ns, "canary", image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "canary", -1, 20, func(s harness.Snapshot) bool {
+			ru := s.DGD.Status.RollingUpdate
+			return ru != nil && ru.Reason == "Partitioned"
+		})
+		Expect(err).NotTo(HaveOccurred())
+		held := steps[len(steps)-1]
+		Expect(poolOf(held, old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(poolOf(held, updateHash(held))).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = nil })
+		_, err = env.Drive(ctx, ns, "canary", -1, 20, completed)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
+	It("pauses, recreates, retargets A→B→C and rolls back", func() {
+		ns := newNamespace()
+		a := hashes(deploy(onGrove(harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a")).Rollout("1", "0").Obj()))[0]
+		update(ns, "abc", image("vllm:b"))
+		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 3 })
+		Expect(err).NotTo(HaveOccurred())
+		b := updateHash(steps[len(steps)-1])
+		By("paused: readiness moves nothing")
+		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
+		before, err := env.WaitSettled(ctx, ns, "abc")
+		Expect(err).NotTo(HaveOccurred())
+		_, err = env.Play(ctx, ns, "abc", -1)
+		Expect(err).NotTo(HaveOccurred())
+		held, err := env.WaitSettled(ctx, ns, "abc")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(held.Replicas()).To(Equal(before.Replicas()))
+		By("C arrives: B drains before A")
+		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = false; harness.SetImage(d, "vllm:c") })
+		steps, err = env.Drive(ctx, ns, "abc", -1, 60, completed)
+		Expect(err).NotTo(HaveOccurred())
+		for i := 1; i < len(steps); i++ {
+			if poolSize(steps[i], a) < poolSize(steps[i-1], a) {
+				Expect(poolSize(steps[i], b)).To(BeZero(), "A shrank while B had replicas")
+			}
+		}
+		By("rollback to A, renumbered 4")
+		var revs appsv1.ControllerRevisionList
+		Expect(env.Client.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+		one := revisions.FindRevision(ptrs(revs.Items), 1)
+		Expect(one).NotTo(BeNil())
+		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) {
+			spec, err := revisions.Restore(d, one)
+			Expect(err).NotTo(HaveOccurred())
+			d.Spec = *spec
+		})
+		steps, err = env.Drive(ctx, ns, "abc", -1, 60, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 4 })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(hashes(steps[len(steps)-1])).To(Equal([]string{a}))
+		By("Recreate")
+		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Rollout.Strategy = v1alpha1.RecreateStrategy
+			harness.SetImage(d, "vllm:d")
+		})
+		steps, err = env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 5 })
+		Expect(err).NotTo(HaveOccurred())
+		for _, st := range steps {
+			Expect(len(hashes(st)) <= 1 || poolSize(st, a) == 0 || poolSize(st, updateHash(st)) == 0).To(BeTrue())
+		}
+	})
+
+	It("updates the frontend in place in the stable PodCliqueSet without a worker rollout", func() {
+		ns := newNamespace()
+		first := deploy(onGrove(harness.NewDGD(ns, "fe").Disagg(2, 1, "vllm:v1")).Obj())
+		update(ns, "fe", func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["Frontend"].ExtraPodSpec.MainContainer.Image = "frontend:v2"
+		})
+		Eventually(func() string {
+			s, _ := env.Take(ctx, ns, "fe")
+			if p := pcsNamed(s, "fe"); p != nil {
+				return p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Image
+			}
+			return ""
+		}).Should(Equal("frontend:v2"))
+		s, err := env.WaitSettled(ctx, ns, "fe")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(s.Replicas()).To(Equal(first.Replicas()))
+		Expect(s.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)))
+	})
+})
+
+func ptrs(items []appsv1.ControllerRevision) []*appsv1.ControllerRevision {
+	out := make([]*appsv1.ControllerRevision, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
+}
