@@ -28,6 +28,7 @@ import (
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/lws"
 )
 
@@ -68,7 +69,11 @@ func run(assets, crds, sample string, delay time.Duration) error {
 		return fmt.Errorf("starting the local control plane: %w", err)
 	}
 	defer func() { _ = cl.Stop() }()
-	if err := cl.InstallCRDs(ctx, append([]string{crds}, lws.CRDPaths()...)...); err != nil {
+	groveCRDs, err := grove.CRDDir()
+	if err != nil {
+		return err
+	}
+	if err := cl.InstallCRDs(ctx, append([]string{crds, groveCRDs}, lws.CRDPaths()...)...); err != nil {
 		return err
 	}
 	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
@@ -169,7 +174,8 @@ func runOperator(ctx context.Context, cfg *rest.Config) error {
 func printUsage(kubeconfig, sample string, cl *cluster.Cluster, delay time.Duration) {
 	fmt.Printf(`
 The local control plane is up (%s, %d KWOK nodes with nvidia.com/gpu: 8 each); the
-LeaderWorkerSet controllers and the operator are running; %s is applied.
+LeaderWorkerSet controllers and the operator are running; the LWS and Grove CRDs are
+installed; %s is applied.
 
   export KUBECONFIG=%s
   kubectl get dgd,deploy,pods,controllerrevisions
@@ -180,6 +186,12 @@ Trigger a rollout (tensor parallelism 2 on decode, a new worker revision) and wa
   kubectl get dgd vllm-disagg -w
 Or patch the image of every worker:
   kubectl patch dgd vllm-disagg --type=json -p '[{"op":"replace","path":"/spec/services/VllmDecodeWorker/extraPodSpec/mainContainer/image","value":"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.5.0"}]'
+
+Multinode gangs on the real LeaderWorkerSet controllers:
+  kubectl apply -f config/samples/disagg-multinode.yaml
+A Grove-backed graph (PodCliqueSets are created; no pods appear: the Grove operator
+itself is not part of this control plane):
+  kubectl apply -f config/samples/disagg-grove.yaml
 
 KWOK simulates the pods (no container runs): each becomes Ready %s after it starts.
 Stop everything with Ctrl-C.

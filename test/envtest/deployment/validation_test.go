@@ -99,7 +99,7 @@ var _ = Describe("admission validation", func() {
 	)
 
 	It("accepts Dynamo's own manifests unchanged under strict field validation", func() {
-		for _, f := range []string{"disagg.yaml", "disagg-tp2.yaml", "agg.yaml"} {
+		for _, f := range []string{"disagg.yaml", "disagg-tp2.yaml", "agg.yaml", "disagg-multinode.yaml", "disagg-grove.yaml"} {
 			raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", f))
 			Expect(err).NotTo(HaveOccurred())
 			u := parse(string(raw))
