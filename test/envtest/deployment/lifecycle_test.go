@@ -12,55 +12,18 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-// poolSize sums the replicas set on one revision's worker workloads.
-func poolSize(s harness.Snapshot, hash string) int32 {
-	var n int32
-	for _, w := range s.Workloads {
-		if w.Hash == hash {
-			n += w.Spec
-		}
-	}
-	return n
-}
-
-// perService maps service -> replicas in one revision's pool.
-func perService(s harness.Snapshot, hash string) map[string]int32 {
-	out := map[string]int32{}
-	for _, w := range s.Workloads {
-		if w.Hash == hash {
-			out[w.Service] = w.Spec
-		}
-	}
-	return out
-}
-
-func phaseIs(phase v1alpha1.RolloutPhase, reason string) func(harness.Snapshot) bool {
-	return func(s harness.Snapshot) bool {
-		ru := s.DGD.Status.RollingUpdate
-		return ru != nil && ru.Phase == phase && (reason == "" || ru.Reason == reason)
-	}
-}
-
-func updateHash(s harness.Snapshot) string { return s.DGD.Status.UpdateRevision[len(s.DGD.Name)+1:] }
-
-func controllerRevisions(ns string) []appsv1.ControllerRevision {
-	var revs appsv1.ControllerRevisionList
-	Expect(env.Client.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
-	return revs.Items
-}
-
 var _ = Describe("partition", func() {
 	for _, p := range []string{"50%", "2"} {
 		It("holds P=4/D=2 at partition "+p+" (2 prefill + 1 decode old), then completes at 0", func() {
 			ns := newNamespace()
 			obj := harness.NewDGD(ns, "canary").Disagg(4, 2, "vllm:v1").Partition(p).Obj()
-			old := hashes(deploy(obj))[0]
+			old := deploy(obj).Hashes()[0]
 			update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := env.Drive(ctx, ns, "canary", -1, 20, phaseIs(v1alpha1.RolloutPaused, "Partitioned"))
+			steps, err := env.Drive(ctx, ns, "canary", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, "Partitioned"))
 			Expect(err).NotTo(HaveOccurred())
 			held := steps[len(steps)-1]
-			Expect(perService(held, old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
-			Expect(perService(held, updateHash(held))).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+			Expect(held.Pool(old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+			Expect(held.Pool(held.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 
 			By("the hold is stable: more readiness changes nothing")
 			_, err = env.PlayDeployments(ctx, ns, "canary", -1)
@@ -71,9 +34,9 @@ var _ = Describe("partition", func() {
 
 			By("promoting: partition 0 completes the rollout")
 			update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = ptrIntStr("0") })
-			steps, err = env.Drive(ctx, ns, "canary", -1, 20, completed)
+			steps, err = env.Drive(ctx, ns, "canary", -1, 20, harness.Snapshot.Completed)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(hashes(steps[len(steps)-1])).To(Equal([]string{updateHash(held)}))
+			Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{held.UpdateHash()}))
 		})
 	}
 })
@@ -84,7 +47,7 @@ var _ = Describe("pause", func() {
 		obj := harness.NewDGD(ns, "pause").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj()
 		deploy(obj)
 		update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-		steps, err := env.Drive(ctx, ns, "pause", -1, 3, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })
+		steps, err := env.Drive(ctx, ns, "pause", -1, 3, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })
 		Expect(err).NotTo(HaveOccurred())
 		before := steps[len(steps)-1]
 		update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
@@ -100,7 +63,7 @@ var _ = Describe("pause", func() {
 		Expect(held.DGD.Status.RollingUpdate.Phase).To(Equal(v1alpha1.RolloutPaused))
 		By("resume")
 		update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = false })
-		_, err = env.Drive(ctx, ns, "pause", -1, 30, completed)
+		_, err = env.Drive(ctx, ns, "pause", -1, 30, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 	})
 })
@@ -109,16 +72,16 @@ var _ = Describe("Recreate", func() {
 	It("scales the old revision to zero and starts the new one only when its pods are gone", func() {
 		ns := newNamespace()
 		obj := harness.NewDGD(ns, "recreate").Disagg(4, 2, "vllm:v1").Strategy(v1alpha1.RecreateStrategy).Obj()
-		old := hashes(deploy(obj))[0]
+		old := deploy(obj).Hashes()[0]
 		update(ns, "recreate", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
 		s, err := env.WaitSettled(ctx, ns, "recreate")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(poolSize(s, old)).To(BeZero())
-		Expect(poolSize(s, updateHash(s))).To(BeZero(), "new workers must wait for the old pods to be gone")
-		steps, err := env.Drive(ctx, ns, "recreate", -1, 10, completed)
+		Expect(s.PoolSize(old)).To(BeZero())
+		Expect(s.PoolSize(s.UpdateHash())).To(BeZero(), "new workers must wait for the old pods to be gone")
+		steps, err := env.Drive(ctx, ns, "recreate", -1, 10, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 		for _, st := range steps {
-			Expect(poolSize(st, old) == 0 || poolSize(st, updateHash(st)) == 0).To(BeTrue(), "both revisions ran at once: %v", st.Replicas())
+			Expect(st.PoolSize(old) == 0 || st.PoolSize(st.UpdateHash()) == 0).To(BeTrue(), "both revisions ran at once: %v", st.Replicas())
 		}
 	})
 })
@@ -127,21 +90,21 @@ var _ = Describe("retarget", func() {
 	It("drains the intermediate revision B before the original A when C arrives mid-rollout", func() {
 		ns := newNamespace()
 		obj := harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a").Rollout("1", "0").Obj()
-		a := hashes(deploy(obj))[0]
+		a := deploy(obj).Hashes()[0]
 		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:b") })
-		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 3 })
+		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 3 })
 		Expect(err).NotTo(HaveOccurred())
-		b := updateHash(steps[len(steps)-1])
+		b := steps[len(steps)-1].UpdateHash()
 		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:c") })
-		steps, err = env.Drive(ctx, ns, "abc", -1, 60, completed)
+		steps, err = env.Drive(ctx, ns, "abc", -1, 60, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
-		c := updateHash(steps[len(steps)-1])
+		c := steps[len(steps)-1].UpdateHash()
 		Expect(c).NotTo(BeElementOf(a, b))
 		Expect(steps[len(steps)-1].DGD.Status.UpdateRevisionNumber).To(Equal(int64(3)))
 		for i := 1; i < len(steps); i++ {
-			Expect(poolSize(steps[i], b)).To(BeNumerically("<=", poolSize(steps[i-1], b)), "B grew at step %d", i)
-			if poolSize(steps[i], a) < poolSize(steps[i-1], a) {
-				Expect(poolSize(steps[i], b)).To(BeZero(), "A shrank at step %d while B still had replicas: %v", i, steps[i].Replicas())
+			Expect(steps[i].PoolSize(b)).To(BeNumerically("<=", steps[i-1].PoolSize(b)), "B grew at step %d", i)
+			if steps[i].PoolSize(a) < steps[i-1].PoolSize(a) {
+				Expect(steps[i].PoolSize(b)).To(BeZero(), "A shrank at step %d while B still had replicas: %v", i, steps[i].Replicas())
 			}
 		}
 	})
@@ -151,9 +114,9 @@ var _ = Describe("rollback and history", func() {
 	It("rolls back to revision 1: the revision is renumbered 3 and a normal rollout follows", func() {
 		ns := newNamespace()
 		obj := harness.NewDGD(ns, "undo").Disagg(4, 2, "vllm:v1").Obj()
-		v1 := hashes(deploy(obj))[0]
+		v1 := deploy(obj).Hashes()[0]
 		update(ns, "undo", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-		_, err := env.Drive(ctx, ns, "undo", -1, 20, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 2 })
+		_, err := env.Drive(ctx, ns, "undo", -1, 20, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 2 })
 		Expect(err).NotTo(HaveOccurred())
 
 		By("restoring revision 1's worker templates into the spec, as kubectl dgd rollout undo does")
@@ -169,9 +132,9 @@ var _ = Describe("rollback and history", func() {
 			Expect(err).NotTo(HaveOccurred())
 			d.Spec = *spec
 		})
-		steps, err := env.Drive(ctx, ns, "undo", -1, 20, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 3 })
+		steps, err := env.Drive(ctx, ns, "undo", -1, 20, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 3 })
 		Expect(err).NotTo(HaveOccurred())
-		Expect(hashes(steps[len(steps)-1])).To(Equal([]string{v1}))
+		Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{v1}))
 		revs := controllerRevisions(ns)
 		Expect(revs).To(HaveLen(2))
 		for _, r := range revs {
@@ -188,7 +151,7 @@ var _ = Describe("rollback and history", func() {
 		for i, img := range []string{"vllm:v2", "vllm:v3", "vllm:v4"} {
 			update(ns, "hist", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, img) })
 			_, err := env.Drive(ctx, ns, "hist", -1, 20, func(s harness.Snapshot) bool {
-				return completed(s) && s.DGD.Status.UpdateRevisionNumber == int64(i+2)
+				return s.Completed() && s.DGD.Status.UpdateRevisionNumber == int64(i+2)
 			})
 			Expect(err).NotTo(HaveOccurred())
 		}
@@ -205,4 +168,10 @@ var _ = Describe("rollback and history", func() {
 func ptrIntStr(s string) *intstr.IntOrString {
 	v := intstr.Parse(s)
 	return &v
+}
+
+func controllerRevisions(ns string) []appsv1.ControllerRevision {
+	var revs appsv1.ControllerRevisionList
+	Expect(env.Client.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+	return revs.Items
 }

@@ -14,51 +14,6 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-// completed is true once every worker runs the update revision and the phase says so.
-func completed(s harness.Snapshot) bool {
-	ru := s.DGD.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
-		return false
-	}
-	for _, w := range s.Workloads {
-		if w.Hash != s.DGD.Status.UpdateRevision[len(s.DGD.Name)+1:] {
-			return false
-		}
-	}
-	return true
-}
-
-// hashes lists the distinct worker hashes of a snapshot.
-func hashes(s harness.Snapshot) []string {
-	var out []string
-	for _, w := range s.Workloads {
-		if !slices.Contains(out, w.Hash) {
-			out = append(out, w.Hash)
-		}
-	}
-	return out
-}
-
-// deploy creates a DGD and drives it to its first completed revision.
-func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
-	Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	steps, err := env.Drive(ctx, obj.Namespace, obj.Name, -1, 10, completed)
-	Expect(err).NotTo(HaveOccurred())
-	return steps[len(steps)-1]
-}
-
-// update applies a change to the live DGD.
-func update(ns, name string, change func(*v1alpha1.DynamoGraphDeployment)) {
-	Eventually(func() error {
-		var d v1alpha1.DynamoGraphDeployment
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
-			return err
-		}
-		change(&d)
-		return env.Client.Update(ctx, &d)
-	}).Should(Succeed())
-}
-
 var _ = Describe("first deploy", func() {
 	It("creates the frontend and one Deployment per worker service at full size, revision 1", func() {
 		ns := newNamespace()
@@ -77,7 +32,7 @@ var _ = Describe("first deploy", func() {
 			Expect(metav1IsControlledBy(&d, &s.DGD)).To(BeTrue(), d.Name)
 		}
 		By("env vars isolate the worker revision and let the frontend discover by prefix")
-		h := hashes(s)[0]
+		h := s.Hashes()[0]
 		for _, d := range s.All {
 			env := map[string]string{}
 			for _, e := range d.Spec.Template.Spec.Containers[0].Env {
@@ -115,23 +70,23 @@ var _ = Describe("image change", func() {
 			ns := newNamespace()
 			obj := tc.build(ns)
 			first := deploy(obj)
-			oldHash := hashes(first)[0]
+			oldHash := first.Hashes()[0]
 			update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
 			steps, err := env.Drive(ctx, ns, obj.Name, tc.grow, 60, func(s harness.Snapshot) bool {
-				return completed(s) && s.DGD.Status.UpdateRevisionNumber == 2
+				return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 2
 			})
 			Expect(err).NotTo(HaveOccurred())
 			Expect(len(steps)).To(BeNumerically(">=", tc.wantMinSteps), "a rollout in one step would be a Recreate")
 			last := steps[len(steps)-1]
-			Expect(hashes(last)).To(HaveLen(1))
-			Expect(hashes(last)[0]).NotTo(Equal(oldHash))
+			Expect(last.Hashes()).To(HaveLen(1))
+			Expect(last.Hashes()[0]).NotTo(Equal(oldHash))
 			for _, w := range last.Workloads {
 				Expect(w.Spec).To(Equal(*last.DGD.Spec.Services[w.Service].Replicas))
 			}
 			By("both pools existed side by side during the rollout")
-			Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })).To(BeTrue())
+			Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })).To(BeTrue())
 			By("the drained revision's Deployments are deleted")
-			Eventually(func() []string { s, _ := env.Take(ctx, ns, obj.Name); return hashes(s) }).Should(HaveLen(1))
+			Eventually(func() []string { s, _ := env.Take(ctx, ns, obj.Name); return s.Hashes() }).Should(HaveLen(1))
 			Expect(last.DGD.Status.RollingUpdate.EndTime).NotTo(BeNil())
 			Expect(last.DGD.Status.RollingUpdate.UpdatedServices).To(ConsistOf(last.DGD.WorkerServiceNames()))
 		})
@@ -167,11 +122,11 @@ var _ = Describe("changes that start no worker rollout", func() {
 			d.Spec.Services["decode"].Replicas = ptr.To[int32](3)
 		})
 		steps, err := env.Drive(ctx, ns, "scale", -1, 10, func(s harness.Snapshot) bool {
-			return completed(s) && s.DGD.Status.ReadyReplicas == 9
+			return s.Completed() && s.DGD.Status.ReadyReplicas == 9
 		})
 		Expect(err).NotTo(HaveOccurred())
 		last := steps[len(steps)-1]
-		Expect(hashes(last)).To(Equal(hashes(first)))
+		Expect(last.Hashes()).To(Equal(first.Hashes()))
 		Expect(last.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)))
 	})
 })

@@ -72,7 +72,7 @@ var _ = Describe("progress deadline", func() {
 		By("the old revision kept serving: availability held while stuck")
 		Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
 		By("readiness arrives: it keeps trying and completes")
-		_, err := env.Drive(ctx, ns, "stuck", -1, 20, completed)
+		_, err := env.Drive(ctx, ns, "stuck", -1, 20, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(eventReasons(ns)).To(ContainElements("RolloutStarted", "RolloutStep", "RolloutCompleted"))
 	})

@@ -2,7 +2,6 @@ package grove_test
 
 import (
 	"slices"
-	"strings"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -15,73 +14,20 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-func updateHash(s harness.Snapshot) string {
-	return strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
-}
-
 func completed(s harness.Snapshot) bool {
 	ru := s.DGD.Status.RollingUpdate
 	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
 		return false
 	}
 	for _, w := range s.Workloads {
-		if w.Hash != updateHash(s) {
+		if w.Hash != s.UpdateHash() {
 			return false
 		}
 	}
-	return len(s.PCS) == len(hashes(s))+1 // the stable PodCliqueSet and the update revision's
-}
-
-func hashes(s harness.Snapshot) []string {
-	var out []string
-	for _, w := range s.Workloads {
-		if !slices.Contains(out, w.Hash) {
-			out = append(out, w.Hash)
-		}
-	}
-	return out
-}
-
-func poolOf(s harness.Snapshot, hash string) map[string]int32 {
-	out := map[string]int32{}
-	for _, w := range s.Workloads {
-		if w.Hash == hash {
-			out[w.Service] += w.Spec
-		}
-	}
-	return out
-}
-
-func poolSize(s harness.Snapshot, hash string) (n int32) {
-	for _, v := range poolOf(s, hash) {
-		n += v
-	}
-	return n
+	return len(s.PCS) == len(s.Hashes())+1 // the stable PodCliqueSet and the update revision's
 }
 
 func onGrove(d *harness.DGD) *harness.DGD { return d.Backend(v1alpha1.BackendGrove) }
-
-func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
-	Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	steps, err := env.Drive(ctx, obj.Namespace, obj.Name, -1, 10, completed)
-	Expect(err).NotTo(HaveOccurred())
-	return steps[len(steps)-1]
-}
-
-func update(ns, name string, change func(*v1alpha1.DynamoGraphDeployment)) {
-	Eventually(func() error {
-		var d v1alpha1.DynamoGraphDeployment
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
-			return err
-		}
-		change(&d)
-		return env.Client.Update(ctx, &d)
-	}).Should(Succeed())
-}
-
-func image(img string) func(*v1alpha1.DynamoGraphDeployment) {
-	return func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, img) }
-}
 
 func pcsNamed(s harness.Snapshot, name string) *grovev1.PodCliqueSet {
 	for i := range s.PCS {
@@ -96,7 +42,7 @@ var _ = Describe("first deploy on Grove", func() {
 	It("creates a stable PodCliqueSet for the frontend and one per worker revision, every defaulted field set", func() {
 		ns := newNamespace()
 		s := deploy(onGrove(harness.NewDGD(ns, "first").Disagg(4, 2, "vllm:v1").Multinode("decode", 4)).Obj())
-		h := hashes(s)[0]
+		h := s.Hashes()[0]
 		Expect(s.PCS).To(HaveLen(2))
 		stable, rev := pcsNamed(s, "first"), pcsNamed(s, "first-"+h)
 		Expect(stable).NotTo(BeNil())
@@ -134,25 +80,25 @@ var _ = Describe("first deploy on Grove", func() {
 var _ = Describe("rollouts on Grove", func() {
 	It("rolls a multinode disagg graph (prefill 4x2, decode 2x4 on PCSGs), one gang ready per step", func() {
 		ns := newNamespace()
-		old := hashes(deploy(onGrove(harness.NewDGD(ns, "gangs").Disagg(4, 2, "vllm:v1").Multinode("prefill", 2).Multinode("decode", 4)).Obj()))[0]
-		update(ns, "gangs", image("vllm:v2"))
+		old := deploy(onGrove(harness.NewDGD(ns, "gangs").Disagg(4, 2, "vllm:v1").Multinode("prefill", 2).Multinode("decode", 4)).Obj()).Hashes()[0]
+		update(ns, "gangs", harness.Image("vllm:v2"))
 		steps, err := env.Drive(ctx, ns, "gangs", 1, 60, completed)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })).To(BeTrue())
+		Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })).To(BeTrue())
 		last := steps[len(steps)-1]
-		Expect(hashes(last)).NotTo(ContainElement(old))
+		Expect(last.Hashes()).NotTo(ContainElement(old))
 		Expect(pcsNamed(last, "gangs-"+old)).To(BeNil(), "the drained revision's PodCliqueSet is deleted whole")
-		Expect(poolOf(last, updateHash(last))).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
 	})
 
 	It("rolls single-node P=4/D=2 standalone cliques through their scale subresource and keeps the template in step", func() {
 		ns := newNamespace()
 		deploy(onGrove(harness.NewDGD(ns, "cliques").Disagg(4, 2, "vllm:v1")).Obj())
-		update(ns, "cliques", image("vllm:v2"))
+		update(ns, "cliques", harness.Image("vllm:v2"))
 		steps, err := env.Drive(ctx, ns, "cliques", 1, 60, completed)
 		Expect(err).NotTo(HaveOccurred())
 		last := steps[len(steps)-1]
-		rev := pcsNamed(last, "cliques-"+updateHash(last))
+		rev := pcsNamed(last, "cliques-"+last.UpdateHash())
 		for _, c := range rev.Spec.Template.Cliques {
 			Expect(c.Spec.Replicas).To(Equal(map[string]int32{"prefill": 4, "decode": 2}[c.Name]), "template kept in step for "+c.Name)
 		}
@@ -160,16 +106,16 @@ var _ = Describe("rollouts on Grove", func() {
 
 	It("holds at partition 50% and completes at 0", func() {
 		ns := newNamespace()
-		old := hashes(deploy(onGrove(harness.NewDGD(ns, "canary").Disagg(4, 2, "vllm:v1").Multinode("decode", 2)).Partition("50%").Obj()))[0]
-		update(ns, "canary", image("vllm:v2"))
+		old := deploy(onGrove(harness.NewDGD(ns, "canary").Disagg(4, 2, "vllm:v1").Multinode("decode", 2)).Partition("50%").Obj()).Hashes()[0]
+		update(ns, "canary", harness.Image("vllm:v2"))
 		steps, err := env.Drive(ctx, ns, "canary", -1, 20, func(s harness.Snapshot) bool {
 			ru := s.DGD.Status.RollingUpdate
 			return ru != nil && ru.Reason == "Partitioned"
 		})
 		Expect(err).NotTo(HaveOccurred())
 		held := steps[len(steps)-1]
-		Expect(poolOf(held, old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
-		Expect(poolOf(held, updateHash(held))).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(held.Pool(old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(held.Pool(held.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = nil })
 		_, err = env.Drive(ctx, ns, "canary", -1, 20, completed)
 		Expect(err).NotTo(HaveOccurred())
@@ -177,11 +123,11 @@ var _ = Describe("rollouts on Grove", func() {
 
 	It("pauses, recreates, retargets A→B→C and rolls back", func() {
 		ns := newNamespace()
-		a := hashes(deploy(onGrove(harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a")).Rollout("1", "0").Obj()))[0]
-		update(ns, "abc", image("vllm:b"))
-		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 3 })
+		a := deploy(onGrove(harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a")).Rollout("1", "0").Obj()).Hashes()[0]
+		update(ns, "abc", harness.Image("vllm:b"))
+		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 3 })
 		Expect(err).NotTo(HaveOccurred())
-		b := updateHash(steps[len(steps)-1])
+		b := steps[len(steps)-1].UpdateHash()
 		By("paused: readiness moves nothing")
 		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
 		before, err := env.WaitSettled(ctx, ns, "abc")
@@ -196,8 +142,8 @@ var _ = Describe("rollouts on Grove", func() {
 		steps, err = env.Drive(ctx, ns, "abc", -1, 60, completed)
 		Expect(err).NotTo(HaveOccurred())
 		for i := 1; i < len(steps); i++ {
-			if poolSize(steps[i], a) < poolSize(steps[i-1], a) {
-				Expect(poolSize(steps[i], b)).To(BeZero(), "A shrank while B had replicas")
+			if steps[i].PoolSize(a) < steps[i-1].PoolSize(a) {
+				Expect(steps[i].PoolSize(b)).To(BeZero(), "A shrank while B had replicas")
 			}
 		}
 		By("rollback to A, renumbered 4")
@@ -212,7 +158,7 @@ var _ = Describe("rollouts on Grove", func() {
 		})
 		steps, err = env.Drive(ctx, ns, "abc", -1, 60, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 4 })
 		Expect(err).NotTo(HaveOccurred())
-		Expect(hashes(steps[len(steps)-1])).To(Equal([]string{a}))
+		Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{a}))
 		By("Recreate")
 		update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) {
 			d.Spec.Rollout.Strategy = v1alpha1.RecreateStrategy
@@ -221,7 +167,7 @@ var _ = Describe("rollouts on Grove", func() {
 		steps, err = env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 5 })
 		Expect(err).NotTo(HaveOccurred())
 		for _, st := range steps {
-			Expect(len(hashes(st)) <= 1 || poolSize(st, a) == 0 || poolSize(st, updateHash(st)) == 0).To(BeTrue())
+			Expect(len(st.Hashes()) <= 1 || st.PoolSize(a) == 0 || st.PoolSize(st.UpdateHash()) == 0).To(BeTrue())
 		}
 	})
 

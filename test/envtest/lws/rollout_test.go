@@ -2,7 +2,6 @@ package lws_test
 
 import (
 	"slices"
-	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -17,83 +16,10 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-func updateHash(s harness.Snapshot) string {
-	return strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
-}
-
-func completed(s harness.Snapshot) bool {
-	ru := s.DGD.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
-		return false
-	}
-	for _, w := range s.Workloads {
-		if w.Hash != updateHash(s) {
-			return false
-		}
-	}
-	return true
-}
-
-func phaseIs(phase v1alpha1.RolloutPhase, reason string) func(harness.Snapshot) bool {
-	return func(s harness.Snapshot) bool {
-		ru := s.DGD.Status.RollingUpdate
-		return ru != nil && ru.Phase == phase && (reason == "" || ru.Reason == reason)
-	}
-}
-
-func hashes(s harness.Snapshot) []string {
-	var out []string
-	for _, w := range s.Workloads {
-		if !slices.Contains(out, w.Hash) {
-			out = append(out, w.Hash)
-		}
-	}
-	return out
-}
-
-func poolOf(s harness.Snapshot, hash string) map[string]int32 {
-	out := map[string]int32{}
-	for _, w := range s.Workloads {
-		if w.Hash == hash {
-			out[w.Service] += w.Spec
-		}
-	}
-	return out
-}
-
-func poolSize(s harness.Snapshot, hash string) (n int32) {
-	for _, v := range poolOf(s, hash) {
-		n += v
-	}
-	return n
-}
-
 // multinodeDisagg is ROLLOUT.md's headline shape: prefill 4 gangs x 2 nodes, decode 2
 // gangs x 4 nodes.
 func multinodeDisagg(ns, name string) *harness.DGD {
 	return harness.NewDGD(ns, name).Disagg(4, 2, "vllm:v1").Multinode("prefill", 2).Multinode("decode", 4)
-}
-
-func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
-	Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	steps, err := env.Drive(ctx, obj.Namespace, obj.Name, -1, 10, completed)
-	Expect(err).NotTo(HaveOccurred())
-	return steps[len(steps)-1]
-}
-
-func update(ns, name string, change func(*v1alpha1.DynamoGraphDeployment)) {
-	Eventually(func() error {
-		var d v1alpha1.DynamoGraphDeployment
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
-			return err
-		}
-		change(&d)
-		return env.Client.Update(ctx, &d)
-	}).Should(Succeed())
-}
-
-func image(img string) func(*v1alpha1.DynamoGraphDeployment) {
-	return func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, img) }
 }
 
 var _ = Describe("first deploy", func() {
@@ -102,7 +28,7 @@ var _ = Describe("first deploy", func() {
 		s := deploy(multinodeDisagg(ns, "first").Obj())
 		Expect(s.LWS).To(HaveLen(2))
 		Expect(s.Stable).To(HaveLen(1), "the single-node frontend stays a Deployment under Auto")
-		h := hashes(s)[0]
+		h := s.Hashes()[0]
 		for _, l := range s.LWS {
 			svc := l.Labels[v1alpha1.LabelService]
 			want := map[string]int32{"prefill": 2, "decode": 4}[svc]
@@ -126,15 +52,15 @@ var _ = Describe("first deploy", func() {
 var _ = Describe("multinode disaggregated rollout", func() {
 	It("rolls prefill 4x2 / decode 2x4 to a new image, one gang ready per step, invariants at every step", func() {
 		ns := newNamespace()
-		old := hashes(deploy(multinodeDisagg(ns, "gangs").Obj()))[0]
-		update(ns, "gangs", image("vllm:v2"))
-		steps, err := env.Drive(ctx, ns, "gangs", 1, 60, completed)
+		old := deploy(multinodeDisagg(ns, "gangs").Obj()).Hashes()[0]
+		update(ns, "gangs", harness.Image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "gangs", 1, 60, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(len(steps)).To(BeNumerically(">=", 3))
-		Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })).To(BeTrue())
+		Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })).To(BeTrue())
 		last := steps[len(steps)-1]
-		Expect(hashes(last)).NotTo(ContainElement(old))
-		Expect(poolOf(last, updateHash(last))).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+		Expect(last.Hashes()).NotTo(ContainElement(old))
+		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
 		By("the LWS template never changed after creation: each revision is its own LWS")
 		for _, l := range last.LWS {
 			Expect(l.Generation).To(BeNumerically(">=", 1))
@@ -145,22 +71,22 @@ var _ = Describe("multinode disaggregated rollout", func() {
 	It("counts a gang only when LWS reports the whole group ready", func() {
 		ns := newNamespace()
 		obj := multinodeDisagg(ns, "gang-ready").Rollout("1", "0").Obj()
-		old := hashes(deploy(obj))[0]
-		update(ns, "gang-ready", image("vllm:v2"))
+		old := deploy(obj).Hashes()[0]
+		update(ns, "gang-ready", harness.Image("vllm:v2"))
 		s, err := env.WaitSettled(ctx, ns, "gang-ready")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(poolSize(s, updateHash(s))).To(BeNumerically(">", 0))
+		Expect(s.PoolSize(s.UpdateHash())).To(BeNumerically(">", 0))
 		By("LWS reports the new groups existing but not ready: no old gang may go")
 		for _, l := range s.LWS {
-			if l.Labels[v1alpha1.LabelWorkerHash] == updateHash(s) {
+			if l.Labels[v1alpha1.LabelWorkerHash] == s.UpdateHash() {
 				l.Status = lwsv1.LeaderWorkerSetStatus{ObservedGeneration: l.Generation, Replicas: *l.Spec.Replicas, ReadyReplicas: 0}
 				Expect(env.Client.Status().Update(ctx, &l)).To(Succeed())
 			}
 		}
 		again, err := env.WaitSettled(ctx, ns, "gang-ready")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(poolOf(again, old)).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
-		_, err = env.Drive(ctx, ns, "gang-ready", -1, 30, completed)
+		Expect(again.Pool(old)).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+		_, err = env.Drive(ctx, ns, "gang-ready", -1, 30, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 	})
 
@@ -170,8 +96,8 @@ var _ = Describe("multinode disaggregated rollout", func() {
 		s := deploy(obj)
 		Expect(s.LWS).To(HaveLen(1))
 		Expect(s.Workloads).To(HaveLen(2))
-		update(ns, "mixed", image("vllm:v2"))
-		_, err := env.Drive(ctx, ns, "mixed", 1, 60, completed)
+		update(ns, "mixed", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "mixed", 1, 60, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 	})
 })
@@ -179,23 +105,23 @@ var _ = Describe("multinode disaggregated rollout", func() {
 var _ = Describe("partition, pause, Recreate, retarget and rollback on LeaderWorkerSets", func() {
 	It("holds at partition 50% (2 prefill gangs + 1 decode gang old) and completes at 0", func() {
 		ns := newNamespace()
-		old := hashes(deploy(multinodeDisagg(ns, "canary").Partition("50%").Obj()))[0]
-		update(ns, "canary", image("vllm:v2"))
-		steps, err := env.Drive(ctx, ns, "canary", -1, 20, phaseIs(v1alpha1.RolloutPaused, "Partitioned"))
+		old := deploy(multinodeDisagg(ns, "canary").Partition("50%").Obj()).Hashes()[0]
+		update(ns, "canary", harness.Image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "canary", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, "Partitioned"))
 		Expect(err).NotTo(HaveOccurred())
 		held := steps[len(steps)-1]
-		Expect(poolOf(held, old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
-		Expect(poolOf(held, updateHash(held))).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(held.Pool(old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(held.Pool(held.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = nil })
-		_, err = env.Drive(ctx, ns, "canary", -1, 20, completed)
+		_, err = env.Drive(ctx, ns, "canary", -1, 20, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 	})
 
 	It("pauses and resumes", func() {
 		ns := newNamespace()
 		deploy(multinodeDisagg(ns, "pause").Rollout("1", "0").Obj())
-		update(ns, "pause", image("vllm:v2"))
-		steps, err := env.Drive(ctx, ns, "pause", -1, 3, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })
+		update(ns, "pause", harness.Image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "pause", -1, 3, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })
 		Expect(err).NotTo(HaveOccurred())
 		before := steps[len(steps)-1].Replicas()
 		update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
@@ -207,39 +133,39 @@ var _ = Describe("partition, pause, Recreate, retarget and rollback on LeaderWor
 		Expect(err).NotTo(HaveOccurred())
 		Expect(held.Replicas()).To(Equal(before))
 		update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = false })
-		_, err = env.Drive(ctx, ns, "pause", -1, 30, completed)
+		_, err = env.Drive(ctx, ns, "pause", -1, 30, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 	})
 
 	It("recreates: the new revision waits until the old gangs are gone", func() {
 		ns := newNamespace()
-		old := hashes(deploy(multinodeDisagg(ns, "recreate").Strategy(v1alpha1.RecreateStrategy).Obj()))[0]
-		update(ns, "recreate", image("vllm:v2"))
+		old := deploy(multinodeDisagg(ns, "recreate").Strategy(v1alpha1.RecreateStrategy).Obj()).Hashes()[0]
+		update(ns, "recreate", harness.Image("vllm:v2"))
 		s, err := env.WaitSettled(ctx, ns, "recreate")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(poolSize(s, old)).To(BeZero())
-		Expect(poolSize(s, updateHash(s))).To(BeZero())
-		steps, err := env.Drive(ctx, ns, "recreate", -1, 10, completed)
+		Expect(s.PoolSize(old)).To(BeZero())
+		Expect(s.PoolSize(s.UpdateHash())).To(BeZero())
+		steps, err := env.Drive(ctx, ns, "recreate", -1, 10, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 		for _, st := range steps {
-			Expect(poolSize(st, old) == 0 || poolSize(st, updateHash(st)) == 0).To(BeTrue())
+			Expect(st.PoolSize(old) == 0 || st.PoolSize(st.UpdateHash()) == 0).To(BeTrue())
 		}
 	})
 
 	It("retargets A→B→C and rolls back to A (renumbered 4)", func() {
 		ns := newNamespace()
-		a := hashes(deploy(multinodeDisagg(ns, "abc").Rollout("1", "0").Obj()))[0]
-		update(ns, "abc", image("vllm:b"))
-		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 2 })
+		a := deploy(multinodeDisagg(ns, "abc").Rollout("1", "0").Obj()).Hashes()[0]
+		update(ns, "abc", harness.Image("vllm:b"))
+		steps, err := env.Drive(ctx, ns, "abc", -1, 20, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 2 })
 		Expect(err).NotTo(HaveOccurred())
-		b := updateHash(steps[len(steps)-1])
-		update(ns, "abc", image("vllm:c"))
-		steps, err = env.Drive(ctx, ns, "abc", -1, 60, completed)
+		b := steps[len(steps)-1].UpdateHash()
+		update(ns, "abc", harness.Image("vllm:c"))
+		steps, err = env.Drive(ctx, ns, "abc", -1, 60, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
 		for i := 1; i < len(steps); i++ {
-			Expect(poolSize(steps[i], b)).To(BeNumerically("<=", poolSize(steps[i-1], b)))
-			if poolSize(steps[i], a) < poolSize(steps[i-1], a) {
-				Expect(poolSize(steps[i], b)).To(BeZero(), "A shrank while B still had gangs")
+			Expect(steps[i].PoolSize(b)).To(BeNumerically("<=", steps[i-1].PoolSize(b)))
+			if steps[i].PoolSize(a) < steps[i-1].PoolSize(a) {
+				Expect(steps[i].PoolSize(b)).To(BeZero(), "A shrank while B still had gangs")
 			}
 		}
 		var revs appsv1.ControllerRevisionList
@@ -256,9 +182,9 @@ var _ = Describe("partition, pause, Recreate, retarget and rollback on LeaderWor
 			Expect(err).NotTo(HaveOccurred())
 			d.Spec = *spec
 		})
-		steps, err = env.Drive(ctx, ns, "abc", -1, 30, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 4 })
+		steps, err = env.Drive(ctx, ns, "abc", -1, 30, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 4 })
 		Expect(err).NotTo(HaveOccurred())
-		Expect(hashes(steps[len(steps)-1])).To(Equal([]string{a}))
+		Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{a}))
 	})
 })
 
