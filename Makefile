@@ -67,3 +67,13 @@ run: cluster-bins
 
 clean:
 	rm -rf $(BIN)
+
+## install-plugin: build the kubectl plugin kubectl-dgd into $(PREFIX)/bin when PREFIX is
+## set, else into GOBIN (default $(go env GOPATH)/bin), and say where; "kubectl dgd ..."
+## finds it on PATH.
+.PHONY: install-plugin
+install-plugin:
+	@if [ -n "$(PREFIX)" ]; then dir="$(PREFIX)/bin"; mkdir -p "$$dir"; go build -o "$$dir/kubectl-dgd" ./cmd/kubectl-dgd; \
+	else dir="$$(go env GOBIN)"; dir="$${dir:-$$(go env GOPATH)/bin}"; GOBIN="$$dir" go install ./cmd/kubectl-dgd; fi; \
+	echo "installed $$dir/kubectl-dgd"; \
+	case ":$$PATH:" in *":$$dir:"*) ;; *) echo "note: $$dir is not on PATH: add it so that kubectl finds the plugin";; esac

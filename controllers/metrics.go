@@ -87,11 +87,13 @@ func ObserveReconcileError(namespace, name string) {
 	ReconcileErrors.WithLabelValues(namespace, name).Inc()
 }
 
-// ObserveStatus records what a successful status write says, given the status before
-// (old, possibly empty) and after it (cur): the phase (ObservePhase), and, when the
-// write completes a rollout (rollingUpdate.endTime newly set), its duration
-// (ObserveRolloutDuration). Calling it only after a write succeeded means a write
-// retried after a conflict does not observe the same rollout twice.
+// ObserveStatus records the status a reconcile pass leaves, given the status the pass
+// started from (old, possibly nil) and the one it leaves (cur): the phase (ObservePhase)
+// and, when cur completes a rollout that old had not (rollingUpdate.endTime newly set),
+// its duration (ObserveRolloutDuration). Call it after a status write succeeded and on a
+// pass that needs no write (old equal to cur: the phase is set, so a restarted operator
+// reports it at once, and no duration is observed); not after a failed write, so that a
+// write retried after a conflict does not observe the same rollout twice.
 func ObserveStatus(namespace, name string, old, cur *v1alpha1.DynamoGraphDeploymentStatus) {
 	ru := cur.RollingUpdate
 	if ru == nil {

@@ -1,0 +1,135 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+	appsv1 "k8s.io/api/apps/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/revisions"
+)
+
+func newHistoryCommand(c *cli) *cobra.Command {
+	var revision int64
+	cmd := &cobra.Command{
+		Use:   "history NAME [--revision=N]",
+		Short: "View the worker revisions of a DynamoGraphDeployment",
+		Long: "List the worker revisions of a DynamoGraphDeployment with their change cause (the\n" +
+			"kubernetes.io/change-cause annotation the DGD had when the revision was made), or,\n" +
+			"with --revision, print that revision's worker templates.",
+		Example: "  kubectl dgd rollout history vllm-disagg\n" +
+			"  kubectl dgd rollout history vllm-disagg --revision=2",
+		Args: exactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := c.connect()
+			if err != nil {
+				return err
+			}
+			return runHistory(cmd.Context(), s, c.streams.Out, args[0], revision)
+		},
+	}
+	cmd.Flags().Int64Var(&revision, "revision", 0, "See the worker templates of this revision")
+	return cmd
+}
+
+// runHistory prints the history of name, or the worker templates of one revision.
+func runHistory(ctx context.Context, s *session, out io.Writer, name string, revision int64) error {
+	dgd, err := s.get(ctx, name)
+	if err != nil {
+		return err
+	}
+	revs, err := revisions.NewHistory(s.client, s.scheme).List(ctx, dgd)
+	if err != nil {
+		return err
+	}
+	if revision != 0 {
+		rev := revisions.FindRevision(revs, revision)
+		if rev == nil {
+			return revisionNotFound(revision)
+		}
+		text, err := templatesYAML(rev)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "%s with revision #%d\n%s", ref(name), revision, text)
+		return err
+	}
+	fmt.Fprintln(out, ref(name))
+	if len(revs) == 0 {
+		_, err := fmt.Fprintln(out, "No rollout history found.")
+		return err
+	}
+	tw := tabwriter.NewWriter(out, 0, 8, 2, ' ', 0)
+	fmt.Fprintln(tw, "REVISION\tCHANGE-CAUSE")
+	for _, rev := range revs {
+		cause := rev.Annotations[v1alpha1.AnnotationChangeCause]
+		if cause == "" {
+			cause = "<none>"
+		}
+		fmt.Fprintf(tw, "%d\t%s\n", rev.Revision, cause)
+	}
+	return tw.Flush()
+}
+
+// templatesYAML renders the worker templates rev records as YAML shaped like a partial
+// DGD spec (services, and envs and backend when set). Replicas are left out: they are
+// not part of a template, and an undo keeps the current ones.
+func templatesYAML(rev *appsv1.ControllerRevision) (string, error) {
+	data, err := revisions.DecodeRevisionData(rev)
+	if err != nil {
+		return "", err
+	}
+	for name, svc := range data.Services {
+		if svc != nil {
+			svc = svc.DeepCopy()
+			svc.Replicas = nil
+			data.Services[name] = svc
+		}
+	}
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
+	}
+	var tree map[string]any
+	if err := json.Unmarshal(raw, &tree); err != nil {
+		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
+	}
+	services, _ := tree["services"].(map[string]any)
+	for _, svc := range services {
+		pruneMainContainer(svc)
+	}
+	text, err := yaml.Marshal(tree)
+	if err != nil {
+		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
+	}
+	return string(text), nil
+}
+
+// pruneMainContainer drops the two fields corev1.Container always serializes, an empty
+// name and empty resources, from a service's extraPodSpec.mainContainer: they say
+// nothing, and a user never wrote them.
+func pruneMainContainer(svc any) {
+	spec, _ := svc.(map[string]any)
+	eps, _ := spec["extraPodSpec"].(map[string]any)
+	mc, _ := eps["mainContainer"].(map[string]any)
+	if mc == nil {
+		return
+	}
+	if name, ok := mc["name"].(string); ok && name == "" {
+		delete(mc, "name")
+	}
+	if res, ok := mc["resources"].(map[string]any); ok && len(res) == 0 {
+		delete(mc, "resources")
+	}
+}
+
+// revisionNotFound is kubectl's error for a revision number not in history.
+func revisionNotFound(revision int64) error {
+	return fmt.Errorf("unable to find specified revision %d in history", revision)
+}

@@ -1,0 +1,142 @@
+package app
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"regexp"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// validPercent is the CRD's rule for a percentage partition: 0% to 100%.
+var validPercent = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
+
+func newPauseCommand(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:   "pause NAME",
+		Short: "Freeze a DynamoGraphDeployment's worker rollout at its current split",
+		Long: "Set spec.rollout.paused: the operator stops scaling worker workloads (up and down) at\n" +
+			"the current split between revisions until \"kubectl dgd rollout resume\".",
+		Example: "  kubectl dgd rollout pause vllm-disagg",
+		Args:    exactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.patchRollout(cmd.Context(), args[0], "paused", "already paused",
+				func(r v1alpha1.RolloutSpec) bool { return r.Paused },
+				map[string]any{"paused": true})
+		},
+	}
+}
+
+func newResumeCommand(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:     "resume NAME",
+		Short:   "Resume a paused DynamoGraphDeployment rollout",
+		Long:    "Clear spec.rollout.paused: the rollout continues from where it was paused.",
+		Example: "  kubectl dgd rollout resume vllm-disagg",
+		Args:    exactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return c.patchRollout(cmd.Context(), args[0], "resumed", "already resumed",
+				func(r v1alpha1.RolloutSpec) bool { return !r.Paused },
+				map[string]any{"paused": false})
+		},
+	}
+}
+
+func newPartitionCommand(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:   "partition NAME VALUE",
+		Short: "Keep part of every worker service on the old revision (a canary)",
+		Long: "Set spec.rollout.partition. A percentage (0% to 100%) keeps that share of every\n" +
+			"worker service on the old revision; an integer N keeps N replicas of the largest\n" +
+			"worker service and the same fraction of the others. Every pool keeps at least one\n" +
+			"replica of every role. The rollout stops at that split (phase Paused, reason\n" +
+			"Partitioned); lower the partition to continue, 0 (or \"kubectl dgd rollout promote\")\n" +
+			"to complete it.",
+		Example: "  kubectl dgd rollout partition vllm-disagg 50%\n" +
+			"  kubectl dgd rollout partition vllm-disagg 1",
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("%s needs a DynamoGraphDeployment name and a partition value, got %d arguments (see --help)",
+					cmd.CommandPath(), len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			value, err := parsePartition(args[1])
+			if err != nil {
+				return err
+			}
+			return c.patchRollout(cmd.Context(), args[0], "partitioned at "+value.String(), "already partitioned at "+value.String(),
+				func(r v1alpha1.RolloutSpec) bool { return r.Partition != nil && *r.Partition == value },
+				map[string]any{"partition": value})
+		},
+	}
+}
+
+func newPromoteCommand(c *cli) *cobra.Command {
+	return &cobra.Command{
+		Use:   "promote NAME",
+		Short: "Complete a partitioned or paused rollout",
+		Long: "Set spec.rollout.partition to 0 and spec.rollout.paused to false: the rollout moves\n" +
+			"every worker to the update revision.",
+		Example: "  kubectl dgd rollout promote vllm-disagg",
+		Args:    exactlyOneName,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			zero := intstr.FromInt32(0)
+			return c.patchRollout(cmd.Context(), args[0], "promoted", "already promoted",
+				func(r v1alpha1.RolloutSpec) bool {
+					return !r.Paused && (r.Partition == nil || intstr.FromString("0%") == *r.Partition || zero == *r.Partition)
+				},
+				map[string]any{"partition": zero, "paused": false})
+		},
+	}
+}
+
+// parsePartition parses a partition as the CRD accepts it: a non-negative integer or a
+// percentage from 0% to 100%.
+func parsePartition(s string) (intstr.IntOrString, error) {
+	v := intstr.Parse(s)
+	if (v.Type == intstr.Int && v.IntVal >= 0) || (v.Type == intstr.String && validPercent.MatchString(s)) {
+		return v, nil
+	}
+	return v, fmt.Errorf("invalid partition %q: must be a non-negative integer or a percentage from 0%% to 100%%", s)
+}
+
+// patchRollout merge-patches spec.rollout of name with fields and prints "<ref> done",
+// or "<ref> already" without writing when isSet says the spec already has them.
+func (c *cli) patchRollout(ctx context.Context, name, done, already string,
+	isSet func(v1alpha1.RolloutSpec) bool, fields map[string]any) error {
+	s, err := c.connect()
+	if err != nil {
+		return err
+	}
+	return s.patchRollout(ctx, c.streams.Out, name, done, already, isSet, fields)
+}
+
+func (s *session) patchRollout(ctx context.Context, out io.Writer, name, done, already string,
+	isSet func(v1alpha1.RolloutSpec) bool, fields map[string]any) error {
+	dgd, err := s.get(ctx, name)
+	if err != nil {
+		return err
+	}
+	if isSet(dgd.RolloutOrDefault()) {
+		_, err := fmt.Fprintf(out, "%s %s\n", ref(name), already)
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rollout": fields}})
+	if err != nil {
+		return err
+	}
+	if err := s.client.Patch(ctx, dgd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s %s\n", ref(name), done)
+	return err
+}
