@@ -53,9 +53,13 @@ type Reconciler struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var dgd v1alpha1.DynamoGraphDeployment
 	if err := r.Client.Get(ctx, req.NamespacedName, &dgd); err != nil {
+		if apierrors.IsNotFound(err) {
+			ForgetDGD(req.Namespace, req.Name)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if !dgd.DeletionTimestamp.IsZero() {
+		ForgetDGD(req.Namespace, req.Name)
 		return ctrl.Result{}, nil // owner references garbage-collect every workload and revision
 	}
 	p := &pass{r: r, dgd: &dgd, old: dgd.Status.DeepCopy(), now: r.now()}
@@ -73,6 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			log.FromContext(ctx).V(1).Info("conflict, requeueing", "error", err.Error())
 			return ctrl.Result{Requeue: true}, nil
 		}
+		ObserveReconcileError(req.Namespace, req.Name)
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil

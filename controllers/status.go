@@ -28,12 +28,14 @@ func (p *pass) writeStatus(ctx context.Context) error {
 		p.fillConditions(st)
 	}
 	if equality.Semantic.DeepEqual(st, p.old) {
+		ObserveStatus(p.dgd.Namespace, p.dgd.Name, p.old, st)
 		return nil
 	}
 	p.dgd.Status = *st
 	if err := p.r.Client.Status().Update(ctx, p.dgd); err != nil {
 		return fmt.Errorf("updating status of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
+	ObserveStatus(p.dgd.Namespace, p.dgd.Name, p.old, st)
 	return nil
 }
 

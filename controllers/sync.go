@@ -79,6 +79,7 @@ func (p *pass) sync(ctx context.Context) error {
 		return fmt.Errorf("syncing revisions: %w", err)
 	}
 	p.revs = res
+	ObserveRevisionsKept(p.dgd.Namespace, p.dgd.Name, len(res.Revisions))
 	p.revNumber = map[string]int64{}
 	for _, rev := range res.Revisions {
 		p.revNumber[revisions.HashOf(rev)] = rev.Revision

@@ -60,7 +60,7 @@ func Sync(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGraphDeployment,
 		return res, err
 	}
 	revs = upsertRevision(revs, update)
-	current := findByHash(revs, dgd.Status.CurrentRevision)
+	current := findCurrent(revs, dgd.Status.CurrentRevision)
 	if current == nil {
 		current = update
 	}
@@ -106,6 +106,17 @@ func upsertRevision(revs []*appsv1.ControllerRevision, rev *appsv1.ControllerRev
 	out = append(out, rev)
 	SortByRevision(out)
 	return out
+}
+
+// findCurrent finds status.currentRevision, which holds a ControllerRevision name
+// (StatefulSet convention); a bare hash is accepted too.
+func findCurrent(revs []*appsv1.ControllerRevision, current string) *appsv1.ControllerRevision {
+	for i := len(revs) - 1; i >= 0; i-- {
+		if current != "" && revs[i].Name == current {
+			return revs[i]
+		}
+	}
+	return findByHash(revs, current)
 }
 
 // findByHash returns the newest revision of revs whose hash is hash, or nil.

@@ -178,3 +178,27 @@ func TestSyncTruncate(t *testing.T) {
 		}
 	}
 }
+
+// The status holds the ControllerRevision name, as StatefulSet's does: Sync must find
+// the current revision by that name (found by the kubectl plugin's tests).
+func TestSyncFindsCurrentRevisionByName(t *testing.T) {
+	ctx := context.Background()
+	h := NewFake()
+	dgd := withImage(sampleDGD(), "img:a")
+	first, err := Sync(ctx, h, dgd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dgd = withImage(dgd, "img:b")
+	dgd.Status.CurrentRevision = first.Update.Name
+	second, err := Sync(ctx, h, dgd, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if second.Current == nil || second.Current.Name != first.Update.Name {
+		t.Fatalf("current = %v, want %s", second.Current, first.Update.Name)
+	}
+	if second.Update.Name == first.Update.Name {
+		t.Fatal("update revision did not change")
+	}
+}

@@ -160,7 +160,7 @@ func runOperator(ctx context.Context, cfg *rest.Config) error {
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  app.NewScheme(),
 		Cache:   app.CacheOptions(),
-		Metrics: metricsserver.Options{BindAddress: "0"},
+		Metrics: metricsserver.Options{BindAddress: "127.0.0.1:8080"}, // docs/day2.md scrapes it
 	})
 	if err != nil {
 		return err

@@ -83,6 +83,16 @@ var _ = Describe("image change", func() {
 			for _, w := range last.Workloads {
 				Expect(w.Spec).To(Equal(*last.DGD.Spec.Services[w.Service].Replicas))
 			}
+			By("status.currentRevision names the old revision until the rollout completes (StatefulSet convention)")
+			midway := 0
+			for _, st := range steps {
+				if st.PoolSize(oldHash) > 0 && st.PoolSize(st.UpdateHash()) > 0 {
+					midway++
+					Expect(st.DGD.Status.CurrentRevision).To(HaveSuffix("-"+oldHash), "mid-rollout")
+				}
+			}
+			Expect(midway).To(BeNumerically(">", 0))
+			Expect(last.DGD.Status.CurrentRevision).To(Equal(last.DGD.Status.UpdateRevision))
 			By("both pools existed side by side during the rollout")
 			Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })).To(BeTrue())
 			By("the drained revision's Deployments are deleted")
