@@ -1,0 +1,341 @@
+package reliability_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/invariants"
+)
+
+// completed is true once every worker runs the update revision and the phase says so.
+func completed(s harness.Snapshot) bool {
+	ru := s.DGD.Status.RollingUpdate
+	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
+		return false
+	}
+	for _, w := range s.Workloads {
+		if w.Hash != updateHash(s) {
+			return false
+		}
+	}
+	return true
+}
+
+func completedAt(rev int64) func(harness.Snapshot) bool {
+	return func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == rev }
+}
+
+func phaseIs(phase v1alpha1.RolloutPhase, reason string) func(harness.Snapshot) bool {
+	return func(s harness.Snapshot) bool {
+		ru := s.DGD.Status.RollingUpdate
+		return ru != nil && ru.Phase == phase && (reason == "" || ru.Reason == reason)
+	}
+}
+
+func updateHash(s harness.Snapshot) string {
+	return strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
+}
+
+// hashes lists the distinct worker hashes of a snapshot.
+func hashes(s harness.Snapshot) []string {
+	var out []string
+	for _, w := range s.Workloads {
+		if !slices.Contains(out, w.Hash) {
+			out = append(out, w.Hash)
+		}
+	}
+	return out
+}
+
+// poolSize sums the replicas set on one revision's worker workloads.
+func poolSize(s harness.Snapshot, hash string) int32 {
+	var n int32
+	for _, w := range s.Workloads {
+		if w.Hash == hash {
+			n += w.Spec
+		}
+	}
+	return n
+}
+
+// perService maps service -> replicas in one revision's pool.
+func perService(s harness.Snapshot, hash string) map[string]int32 {
+	out := map[string]int32{}
+	for _, w := range s.Workloads {
+		if w.Hash == hash {
+			out[w.Service] = w.Spec
+		}
+	}
+	return out
+}
+
+// specHash is the worker hash of the DGD's spec: the update revision the operator
+// must report once it has observed the spec.
+func specHash(d *v1alpha1.DynamoGraphDeployment) string {
+	return revisions.Hash(revisions.NewWorkerTemplate(d), d.Status.CollisionCount)
+}
+
+// observed is harness.Snapshot.Settled made strict about the spec: the status is the
+// result of a pass that saw this generation's worker template (a pass that fails
+// before it has synced the revisions still writes observedGeneration).
+func observed(s harness.Snapshot) bool {
+	return s.Settled() && updateHash(s) == specHash(&s.DGD)
+}
+
+// waitSettled polls until the operator has acted on everything it can see.
+func waitSettled(ns, name string) (harness.Snapshot, error) {
+	deadline := time.Now().Add(harness.SettleTimeout)
+	for {
+		s, err := env.Take(ctx, ns, name)
+		if err == nil && observed(s) {
+			return s, nil
+		}
+		if time.Now().After(deadline) {
+			return s, fmt.Errorf("%s/%s did not settle within %s (last error %v): replicas %v, status %+v",
+				ns, name, harness.SettleTimeout, err, s.Replicas(), s.DGD.Status)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// drive is harness.Env.Drive with the stricter settle test above: wait until the
+// operator settles, check surge, availability and ratio on that state, stop when done
+// says so, else make up to grow more replicas of every Deployment ready and repeat. A
+// step that leaves nothing to make ready while not done fails, unless the state moves
+// by itself within a few seconds (a retry of a failed pass).
+func drive(ns, name string, grow int32, maxSteps int, done func(harness.Snapshot) bool) ([]harness.Snapshot, error) {
+	var steps []harness.Snapshot
+	var floorOK map[string]bool
+	for i := 0; i < maxSteps; i++ {
+		s, err := waitSettled(ns, name)
+		if err != nil {
+			return steps, err
+		}
+		steps = append(steps, s)
+		services := invariants.ServicesOf(&s.DGD)
+		if v := invariants.Check(services, s.Workloads, floorOK); len(v) > 0 {
+			return steps, fmt.Errorf("step %d: %s; replicas %v", i, strings.Join(v, "; "), s.Replicas())
+		}
+		floorOK = invariants.FloorHolds(services, s.Workloads)
+		if done(s) {
+			return steps, nil
+		}
+		changed, err := env.Play(ctx, ns, name, grow)
+		if err != nil {
+			return steps, err
+		}
+		if !changed && !movesBySelf(ns, name, s, 5*time.Second) {
+			return steps, fmt.Errorf("step %d: nothing left to make ready but not done: phase %+v, replicas %v",
+				i, s.DGD.Status.RollingUpdate, s.Replicas())
+		}
+	}
+	return steps, fmt.Errorf("not done after %d steps", maxSteps)
+}
+
+// movesBySelf reports whether the DGD or its workloads change within d.
+func movesBySelf(ns, name string, s harness.Snapshot, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		now, err := env.Take(ctx, ns, name)
+		if err != nil {
+			continue
+		}
+		if now.DGD.ResourceVersion != s.DGD.ResourceVersion || !maps2Equal(now.Replicas(), s.Replicas()) {
+			return true
+		}
+	}
+	return false
+}
+
+func maps2Equal(a, b map[string]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// deploy creates a DGD and drives it to its first completed revision.
+func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
+	GinkgoHelper()
+	Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	steps, err := drive(obj.Namespace, obj.Name, -1, 40, completed)
+	Expect(err).NotTo(HaveOccurred())
+	return steps[len(steps)-1]
+}
+
+// update applies a change to the live DGD.
+func update(ns, name string, change func(*v1alpha1.DynamoGraphDeployment)) {
+	GinkgoHelper()
+	Eventually(func() error {
+		var d v1alpha1.DynamoGraphDeployment
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+			return err
+		}
+		change(&d)
+		return env.Client.Update(ctx, &d)
+	}).Should(Succeed())
+}
+
+func controllerRevisions(ns string) []appsv1.ControllerRevision {
+	GinkgoHelper()
+	var revs appsv1.ControllerRevisionList
+	Expect(env.Client.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
+	slices.SortFunc(revs.Items, func(a, b appsv1.ControllerRevision) int { return int(a.Revision - b.Revision) })
+	return revs.Items
+}
+
+// deploymentsInNamespace lists every Deployment of a namespace, labelled or not.
+func deploymentsInNamespace(ns string) []appsv1.Deployment {
+	GinkgoHelper()
+	var list appsv1.DeploymentList
+	Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	slices.SortFunc(list.Items, func(a, b appsv1.Deployment) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items
+}
+
+func getDeployment(ns, name string) *appsv1.Deployment {
+	GinkgoHelper()
+	var d appsv1.Deployment
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
+	return &d
+}
+
+// surgeWatch checks the surge rule on every Deployment event of one DGD, not only at
+// settled steps: decreases are written before increases, so no failed write may leave
+// more replicas set than R + maxSurge.
+type surgeWatch struct {
+	mu         sync.Mutex
+	violations []string
+	events     int
+	specs      map[string][]int32 // every spec.replicas seen, per Deployment
+	cancel     context.CancelFunc
+	done       chan struct{}
+}
+
+func watchSurge(ns, name string) *surgeWatch {
+	GinkgoHelper()
+	var dgd v1alpha1.DynamoGraphDeployment
+	Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &dgd)).To(Succeed())
+	services := invariants.ServicesOf(&dgd)
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: app.NewScheme()})
+	Expect(err).NotTo(HaveOccurred())
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := wc.Watch(wctx, &appsv1.DeploymentList{}, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelGraph: name})
+	Expect(err).NotTo(HaveOccurred())
+	sw := &surgeWatch{cancel: cancel, done: make(chan struct{}), specs: map[string][]int32{}}
+	go func() {
+		defer close(sw.done)
+		defer w.Stop()
+		live := map[string]invariants.Workload{}
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok || d.Labels[v1alpha1.LabelWorkerHash] == "" {
+				continue
+			}
+			if ev.Type == watch.Deleted {
+				delete(live, d.Name)
+			} else {
+				live[d.Name] = invariants.Workload{Service: d.Labels[v1alpha1.LabelService], Hash: d.Labels[v1alpha1.LabelWorkerHash],
+					Spec: ptr.Deref(d.Spec.Replicas, 1), Ready: d.Status.AvailableReplicas}
+			}
+			ws := make([]invariants.Workload, 0, len(live))
+			for _, w := range live {
+				ws = append(ws, w)
+			}
+			v := invariants.CheckSurge(services, ws)
+			sw.mu.Lock()
+			sw.events++
+			sw.specs[d.Name] = append(sw.specs[d.Name], ptr.Deref(d.Spec.Replicas, 1))
+			for _, x := range v {
+				sw.violations = append(sw.violations, fmt.Sprintf("%s after %s %s", x, ev.Type, d.Name))
+			}
+			sw.mu.Unlock()
+		}
+	}()
+	return sw
+}
+
+// stop ends the watch and returns what it saw.
+func (sw *surgeWatch) stop() (events int, violations []string) {
+	sw.cancel()
+	<-sw.done
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return sw.events, sw.violations
+}
+
+// specsOf returns every spec.replicas seen on one Deployment so far.
+func (sw *surgeWatch) specsOf(name string) []int32 {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	return slices.Clone(sw.specs[name])
+}
+
+// expectNoSurge stops the watch and fails on any violation.
+func (sw *surgeWatch) expectNoSurge() {
+	GinkgoHelper()
+	events, v := sw.stop()
+	Expect(events).To(BeNumerically(">", 0))
+	Expect(v).To(BeEmpty(), "surge exceeded between settled steps")
+}
+
+// statusLog records every version of one DGD the API server sends on a watch, so a
+// spec can look at the transient statuses a poller would miss.
+type statusLog struct {
+	mu       sync.Mutex
+	versions []v1alpha1.DynamoGraphDeployment
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func recordDGD(ns, name string) *statusLog {
+	GinkgoHelper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: app.NewScheme()})
+	Expect(err).NotTo(HaveOccurred())
+	wctx, cancel := context.WithCancel(ctx)
+	w, err := wc.Watch(wctx, &v1alpha1.DynamoGraphDeploymentList{}, client.InNamespace(ns))
+	Expect(err).NotTo(HaveOccurred())
+	l := &statusLog{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(l.done)
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if d, ok := ev.Object.(*v1alpha1.DynamoGraphDeployment); ok && d.Name == name {
+				l.mu.Lock()
+				l.versions = append(l.versions, *d.DeepCopy())
+				l.mu.Unlock()
+			}
+		}
+	}()
+	return l
+}
+
+// stop ends the watch and returns every version seen.
+func (l *statusLog) stop() []v1alpha1.DynamoGraphDeployment {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.versions
+}

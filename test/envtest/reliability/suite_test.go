@@ -1,0 +1,140 @@
+// Package reliability_test runs the operator against a real API server (envtest) with a
+// client that fails a share of its writes (test/faults): 500 InternalError, 429
+// TooManyRequests and 409 Conflict on creates, updates, patches, deletes and status
+// writes. The suite plays the Deployment controller step by step, as
+// test/envtest/deployment does, and checks surge, availability and ratio at every
+// settled step; it also plays a human who scales, deletes and relabels the operator's
+// objects by hand.
+//
+// The manager is built here rather than by harness.Start(true): it is the operator's
+// own wiring (app.NewScheme, app.CacheOptions, controllers.Reconciler as app.Setup
+// builds it) with the faulty client handed to the reconciler, the Deployment backend
+// and the revision history. Reads come from the manager's cache, untouched.
+//
+// FAULT_RATE (default 0.05) and FAULT_SEED (default 7) change the faults;
+// RUN_KNOWN_BUGS=1 runs the pending specs that reproduce operator bugs.
+package reliability_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/test/faults"
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+var (
+	env    *harness.Env
+	faulty *faults.Client
+	ctx    = context.Background()
+	nsN    int
+
+	// rate is the share of the operator's writes that fail in the rollout scenarios.
+	rate = envFloat("FAULT_RATE", 0.05)
+	seed = uint64(envFloat("FAULT_SEED", 7))
+
+	// bugIt marks a spec that reproduces a known operator bug: pending unless
+	// RUN_KNOWN_BUGS is set.
+	bugIt = PIt
+)
+
+func envFloat(name string, def float64) float64 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 64); err == nil {
+		return v
+	}
+	return def
+}
+
+func TestReliability(t *testing.T) {
+	if os.Getenv("RUN_KNOWN_BUGS") != "" {
+		bugIt = It
+	}
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Reliability: faulty API writes and manual interference (envtest)")
+}
+
+var _ = BeforeSuite(func() {
+	// Faults slow a rollout down (each failed pass is retried with backoff): give the
+	// operator more time to act on a change than the plain suites do.
+	harness.SettleTimeout = 60 * time.Second
+	var err error
+	env, err = harness.Start(false)
+	Expect(err).NotTo(HaveOccurred())
+	// Injected faults make the reconciler log errors with stack traces: keep them with
+	// the spec's output (shown on failure or with -ginkgo.v), not on stderr.
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.ErrorLevel)))
+	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 app.NewScheme(),
+		Cache:                  app.CacheOptions(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	})
+	Expect(err).NotTo(HaveOccurred())
+	faulty = faults.New(mgr.GetClient(), faults.Config{Rate: rate, Seed: seed})
+	r := &controllers.Reconciler{
+		Client:   faulty,
+		Scheme:   mgr.GetScheme(),
+		Recorder: mgr.GetEventRecorder("dgd-rollout"),
+		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetScheme())),
+		History:  revisions.NewHistory(faulty, mgr.GetScheme()),
+	}
+	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	mctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	DeferCleanup(func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	})
+	start := time.Now()
+	DeferCleanup(func() {
+		st := faulty.Stats()
+		fmt.Printf("faults (rate %.2f, seed %d) over the suite, %s: %s\n", rate, seed, time.Since(start).Round(time.Second), st)
+		AddReportEntry("faults injected", st.String())
+		if rate > 0 {
+			Expect(st.Injected).To(BeNumerically(">", 0), "no fault was injected")
+		}
+	})
+})
+
+// newNamespace gives every spec its own namespace.
+func newNamespace() string {
+	nsN++
+	ns := fmt.Sprintf("rel-%d", nsN)
+	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	return ns
+}
+
+// withFaults runs body at the suite's fault rate and reports the faults injected into
+// the writes it caused.
+func withFaults(body func()) {
+	faulty.SetRate(rate)
+	before := faulty.Stats()
+	defer func() {
+		d := faulty.Stats().Sub(before)
+		AddReportEntry("faults", d.String())
+		fmt.Fprintf(GinkgoWriter, "faults: %s\n", d)
+	}()
+	body()
+}

@@ -1,0 +1,127 @@
+package validation_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+// valid is a valid DGD; the cases below change one thing.
+const valid = `
+apiVersion: nvidia.com/v1alpha1
+kind: DynamoGraphDeployment
+metadata: {name: ok}
+spec:
+  services:
+    Frontend:
+      componentType: frontend
+      extraPodSpec: {mainContainer: {image: frontend:v1}}
+    worker:
+      componentType: worker
+      replicas: 2
+      extraPodSpec: {mainContainer: {image: vllm:v1}}
+`
+
+func set(u *unstructured.Unstructured, value any, path ...string) {
+	GinkgoHelper()
+	Expect(unstructured.SetNestedField(u.Object, value, path...)).To(Succeed())
+}
+
+func worker(p ...string) []string { return append([]string{"spec", "services", "worker"}, p...) }
+
+// Inputs that are wrong (the operator cannot run them as written) but that admission
+// accepts. They are listed here, not in test/testdata/invalid, because the CRD does not
+// reject them; the API is not changed by this suite. If the CRD starts rejecting one,
+// this spec fails: move the case to test/testdata/invalid.
+var _ = Describe("inputs admission accepts although they are wrong (reported, not fixed here)", func() {
+	DescribeTable("accepted under strict field validation",
+		func(mutate func(*unstructured.Unstructured)) {
+			u := parse([]byte(valid))
+			u.SetNamespace(newNamespace())
+			mutate(u)
+			Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		},
+		// Dynamo's resource shape keeps quantities as plain strings (no quantity pattern,
+		// unlike extraPodSpec.mainContainer.resources): the operator reports them as
+		// Ready=False InvalidSpec when it renders the pod template.
+		Entry("a cpu quantity that is not a quantity (resources.limits.cpu: lots)", func(u *unstructured.Unstructured) {
+			set(u, "lots", worker("resources", "limits", "cpu")...)
+		}),
+		Entry("a memory quantity with a space (resources.requests.memory: 1 GB)", func(u *unstructured.Unstructured) {
+			set(u, "1 GB", worker("resources", "requests", "memory")...)
+		}),
+		Entry("a custom resource quantity that is not a quantity", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"example.com/fpga": "many"}, worker("resources", "limits", "custom")...)
+		}),
+		// "both 0" is checked on the literal strings '0' and '0%' only.
+		Entry("maxSurge 00% and maxUnavailable 0: both zero in effect", func(u *unstructured.Unstructured) {
+			set(u, "00%", "spec", "rollout", "maxSurge")
+			set(u, int64(0), "spec", "rollout", "maxUnavailable")
+		}),
+		// Workload names and the service label are lower-cased: Worker and worker would
+		// be the same Deployment ({dgd}-worker-{hash}).
+		Entry("two services whose names differ only in case", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"componentType": "worker", "replicas": int64(1),
+				"extraPodSpec": map[string]any{"mainContainer": map[string]any{"image": "vllm:v1"}}}, "spec", "services", "Worker")
+		}),
+		// Labels and annotations of a service are copied to the workload and its pods,
+		// where the API server rejects them: every workload create then fails.
+		Entry("a service label key that is not a valid label key", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"bad key!": "x"}, worker("labels")...)
+		}),
+		Entry("a service label value that is not a valid label value", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"team": strings.Repeat("x", 64)}, worker("labels")...)
+		}),
+		Entry("a pod restartPolicy a Deployment cannot run (extraPodSpec.restartPolicy: Never)", func(u *unstructured.Unstructured) {
+			set(u, "Never", worker("extraPodSpec", "restartPolicy")...)
+		}),
+		Entry("an envFromSecret that is not a Secret name", func(u *unstructured.Unstructured) {
+			set(u, "Not_A_Secret", worker("envFromSecret")...)
+		}),
+		// README: the operator reports these as InvalidSpec (admission cannot check an
+		// annotation value).
+		Entry("a rolling-update annotation that is not an integer or percentage", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"nvidia.com/deployment-rolling-update-max-surge": "lots"}, worker("annotations")...)
+		}),
+		Entry("a worker without an image", func(u *unstructured.Unstructured) {
+			unstructured.RemoveNestedField(u.Object, worker("extraPodSpec")...)
+		}),
+	)
+})
+
+var _ = Describe("immutability", func() {
+	It("the CRD declares no transition rule (no oldSelf), so no field is immutable", func() {
+		raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "crd", "bases", "nvidia.com_dynamographdeployments.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).NotTo(ContainSubstring("oldSelf"))
+	})
+
+	It("accepts changing the backend, renaming and retyping services and the strategy on a live DGD", func() {
+		u := parse([]byte(valid))
+		u.SetNamespace(newNamespace())
+		Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		for _, change := range []func(*unstructured.Unstructured){
+			func(u *unstructured.Unstructured) { set(u, "Grove", "spec", "backend") },
+			func(u *unstructured.Unstructured) { set(u, "LeaderWorkerSet", "spec", "backend") },
+			func(u *unstructured.Unstructured) { set(u, "Recreate", "spec", "rollout", "strategy") },
+			func(u *unstructured.Unstructured) {
+				svc, _, _ := unstructured.NestedMap(u.Object, "spec", "services", "worker")
+				unstructured.RemoveNestedField(u.Object, "spec", "services", "worker")
+				set(u, svc, "spec", "services", "renamed")
+			},
+			func(u *unstructured.Unstructured) { set(u, "planner", "spec", "services", "renamed", "componentType") },
+			func(u *unstructured.Unstructured) { set(u, map[string]any{}, "spec", "services") },
+		} {
+			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(u), u)).To(Succeed())
+			change(u)
+			Expect(env.Client.Update(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		}
+	})
+})
