@@ -13,6 +13,9 @@ CONTROLLER_TOOLS_VERSION := v0.20.0
 CONTROLLER_GEN := $(BIN)/controller-gen
 CRD := config/crd/bases/nvidia.com_dynamographdeployments.yaml
 FUZZTIME ?= 2m
+# Every fuzz target also runs briefly in make test (CI); make fuzz runs them for FUZZTIME.
+FUZZTIME_SHORT ?= 10s
+FUZZ_TARGETS := FuzzCompute:./controllers/planner/ FuzzPartitionCounts:./controllers/planner/ FuzzHash:./revisions/ FuzzDGDJSON:./api/v1alpha1/
 
 include hack/tools/tools.mk
 
@@ -48,6 +51,7 @@ test: cluster-bins
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	go vet ./...
 	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -timeout=45m ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
 ## bench: benchmarks of the planner, hashing and (with the local control plane) rollouts.
 bench: envtest-bins
@@ -55,9 +59,10 @@ bench: envtest-bins
 
 ## fuzz: each fuzz target for FUZZTIME.
 fuzz:
-	go test -run='^$$' -fuzz=FuzzCompute -fuzztime=$(FUZZTIME) ./controllers/planner/
-	go test -run='^$$' -fuzz=FuzzPartitionCounts -fuzztime=$(FUZZTIME) ./controllers/planner/
-	go test -run='^$$' -fuzz=FuzzHash -fuzztime=$(FUZZTIME) ./revisions/
+	@for t in $(FUZZ_TARGETS); do \
+		echo "go test -run='^$$' -fuzz=$${t%%:*} -fuzztime=$(FUZZTIME) $${t#*:}"; \
+		go test -run='^$$' -fuzz="^$${t%%:*}$$" -fuzztime=$(FUZZTIME) "$${t#*:}" || exit 1; \
+	done
 
 ## run: with KUBECONFIG set, run the operator against that cluster; otherwise start the
 ## local control plane (test/cluster + LWS controllers), install the CRDs, run the operator and

@@ -69,8 +69,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		p.markInvalid(invalid)
 		err = nil
 	}
-	if serr := p.writeStatus(ctx); serr != nil && err == nil {
-		err = serr
+	// A pass whose sync failed part-way writes no status: what it observed or planned is
+	// incomplete (no workloads, or a generation whose revision it never synced), and the
+	// retry that follows writes the status of a whole pass.
+	if err == nil {
+		err = p.writeStatus(ctx)
 	}
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -79,6 +82,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		ObserveReconcileError(req.Namespace, req.Name)
 		return ctrl.Result{}, err
+	}
+	if p.waitingForCache {
+		// The cache event that satisfies the expectation requeues us; if someone else
+		// wrote the workload meanwhile, the expectation expires instead.
+		return ctrl.Result{RequeueAfter: expectationTTL}, nil
 	}
 	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
 }

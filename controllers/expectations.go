@@ -2,9 +2,17 @@ package controllers
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
+
+// expectationTTL bounds how long a pass waits for the cache to show a write. A cache
+// normally catches up within milliseconds; when someone else wrote the same field in
+// between (kubectl scale racing the operator), the value written never appears, and
+// after the TTL the operator acts on what the cache shows (the Deployment controller's
+// expectations expire the same way, after 5 minutes).
+const expectationTTL = 5 * time.Second
 
 // expectations remembers the replica count the operator last wrote to each workload
 // until the informer cache shows it. A pass that sees a workload whose cached replicas
@@ -16,20 +24,33 @@ import (
 // cache that already holds its last writes.
 type expectations struct {
 	mu   sync.Mutex
-	want map[types.NamespacedName]int32
+	want map[types.NamespacedName]expectation
+	now  func() time.Time
+}
+
+type expectation struct {
+	replicas int32
+	at       time.Time
 }
 
 func (e *expectations) expect(key types.NamespacedName, replicas int32) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.want == nil {
-		e.want = map[types.NamespacedName]int32{}
+		e.want = map[types.NamespacedName]expectation{}
 	}
-	e.want[key] = replicas
+	e.want[key] = expectation{replicas: replicas, at: e.clock()}
+}
+
+func (e *expectations) clock() time.Time {
+	if e.now != nil {
+		return e.now()
+	}
+	return time.Now()
 }
 
 // satisfied reports whether the cache shows what was last written to key (or nothing
-// is expected) and forgets a met expectation.
+// is expected, or the expectation expired) and forgets a met or expired expectation.
 func (e *expectations) satisfied(key types.NamespacedName, cached int32) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -37,7 +58,7 @@ func (e *expectations) satisfied(key types.NamespacedName, cached int32) bool {
 	if !ok {
 		return true
 	}
-	if want == cached {
+	if want.replicas == cached || e.clock().Sub(want.at) >= expectationTTL {
 		delete(e.want, key)
 		return true
 	}

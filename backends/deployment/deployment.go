@@ -149,21 +149,27 @@ func selector(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) 
 	return s
 }
 
-// Observe implements backends.Backend.
+// Observe implements backends.Backend. Workloads are found by controller reference, and
+// (service, revision) read from the immutable selector, so a Deployment whose labels were
+// stripped by hand is still counted, drained and deleted; its labels are put back.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list appsv1.DeploymentList
-	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
-		client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}); err != nil {
+	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	var out []backends.Workload
 	for i := range list.Items {
 		d := &list.Items[i]
-		if !metav1.IsControlledBy(d, dgd) {
+		if !metav1.IsControlledBy(d, dgd) || d.Spec.Selector == nil {
 			continue
 		}
+		sel := d.Spec.Selector.MatchLabels
+		key := backends.Key{Service: sel[v1alpha1.LabelService], Hash: sel[v1alpha1.LabelWorkerHash]}
+		if err := backends.RestoreLabels(ctx, b.Client, d, backends.Labels(dgd, key.Service, key.Hash)); err != nil {
+			return nil, err
+		}
 		out = append(out, backends.Workload{
-			Key:      backends.Key{Service: d.Labels[v1alpha1.LabelService], Hash: d.Labels[v1alpha1.LabelWorkerHash]},
+			Key:      key,
 			Kind:     Kind,
 			Name:     d.Name,
 			Replicas: ptr.Deref(d.Spec.Replicas, 1),

@@ -137,11 +137,12 @@ func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.Servic
 }
 
 // Observe implements backends.Backend. Ready is LWS readyReplicas: groups whose leader
-// and every worker are ready.
+// and every worker are ready. LeaderWorkerSets are found by controller reference and
+// (service, revision) read from the worker template, which never changes, so one whose
+// labels were stripped by hand is still counted and drained; its labels are put back.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list lwsv1.LeaderWorkerSetList
-	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace),
-		client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}); err != nil {
+	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing LeaderWorkerSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	var out []backends.Workload
@@ -150,8 +151,13 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 		if !metav1.IsControlledBy(l, dgd) {
 			continue
 		}
+		tl := l.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels
+		key := backends.Key{Service: tl[v1alpha1.LabelService], Hash: tl[v1alpha1.LabelWorkerHash]}
+		if err := backends.RestoreLabels(ctx, b.Client, l, backends.Labels(dgd, key.Service, key.Hash)); err != nil {
+			return nil, err
+		}
 		out = append(out, backends.Workload{
-			Key:      backends.Key{Service: l.Labels[v1alpha1.LabelService], Hash: l.Labels[v1alpha1.LabelWorkerHash]},
+			Key:      key,
 			Kind:     Kind,
 			Name:     l.Name,
 			Replicas: ptr.Deref(l.Spec.Replicas, 1),

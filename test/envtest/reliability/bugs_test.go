@@ -17,10 +17,14 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-// Operator bugs found by this suite. Each spec fails today and is pending (bugIt) so
-// that the suite stays green; RUN_KNOWN_BUGS=1 runs them:
-//
-//	RUN_KNOWN_BUGS=1 go test ./test/envtest/reliability/ -args -ginkgo.focus='BUG'
+// Operator bugs found by this suite, now fixed; each spec is a regression test:
+//   - a pass whose sync failed wrote a status with no workloads (a false outage) and
+//     an observedGeneration whose revision it never synced: such a pass writes no status;
+//   - a scale by hand racing the operator's own write wedged the DGD: expectations
+//     expire after expectationTTL;
+//   - a workload stripped of its labels was lost: backends find workloads by controller
+//     reference, read (service, revision) from the selector or template, and restore
+//     the labels.
 //
 // They inject their faults deterministically (random faults off), so each reproduces
 // on every run.
