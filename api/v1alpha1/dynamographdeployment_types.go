@@ -89,6 +89,7 @@ type DynamoGraphDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 40 && k.matches('^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$'))",message="service names must be at most 40 letters, digits or '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, self.filter(j, j.lowerAscii() == k.lowerAscii()).size() == 1)",message="service names must differ in more than letter case: they become lower-case workload names"
 	Services map[string]*DynamoComponentDeploymentSharedSpec `json:"services,omitempty"`
 	// Envs are added to every service's main container.
 	// +optional

@@ -65,12 +65,6 @@ var _ = Describe("inputs admission accepts although they are wrong (reported, no
 			set(u, "00%", "spec", "rollout", "maxSurge")
 			set(u, int64(0), "spec", "rollout", "maxUnavailable")
 		}),
-		// Workload names and the service label are lower-cased: Worker and worker would
-		// be the same Deployment ({dgd}-worker-{hash}).
-		Entry("two services whose names differ only in case", func(u *unstructured.Unstructured) {
-			set(u, map[string]any{"componentType": "worker", "replicas": int64(1),
-				"extraPodSpec": map[string]any{"mainContainer": map[string]any{"image": "vllm:v1"}}}, "spec", "services", "Worker")
-		}),
 		// Labels and annotations of a service are copied to the workload and its pods,
 		// where the API server rejects them: every workload create then fails.
 		Entry("a service label key that is not a valid label key", func(u *unstructured.Unstructured) {
