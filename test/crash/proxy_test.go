@@ -1,0 +1,157 @@
+//go:build linux
+
+package crash
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"fmt"
+	"io"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// writeProxy sits between an operator process and the API server (TLS on 127.0.0.1,
+// forwarding as the cluster admin) and sees every request. For each write (POST, PUT,
+// PATCH, DELETE; Events and Leases excepted) it asks afterWrite whether to kill the
+// operator once the API server has applied it: then it calls kill, which must SIGKILL
+// the operator, before the response is sent, so the operator dies with exactly that
+// write done and the next one not started — a deterministic crash point.
+type writeProxy struct {
+	kubeconfig string
+	srv        *http.Server
+
+	mu         sync.Mutex
+	n          int
+	last       string
+	afterWrite func(n int, desc string) bool
+	kill       func()
+}
+
+func startWriteProxy(t *testing.T, e *env) *writeProxy {
+	t.Helper()
+	target, err := url.Parse(e.cl.Config.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(e.cl.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := selfSigned()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &writeProxy{}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
+		Transport:     transport,
+		FlushInterval: -1, // watches stream
+		ErrorLog:      log.New(io.Discard, "", 0),
+	}
+	p.srv = &http.Server{Handler: p.handler(rp), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = p.srv.Serve(ln) }()
+	t.Cleanup(func() { _ = p.srv.Close() })
+	p.kubeconfig = filepath.Join(e.dir, fmt.Sprintf("proxy-%d.kubeconfig", time.Now().UnixNano()))
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: proxy
+  cluster:
+    server: https://%s
+    insecure-skip-tls-verify: true
+users:
+- name: admin
+  user: {}
+contexts:
+- name: proxy
+  context: {cluster: proxy, user: admin}
+current-context: proxy
+`, ln.Addr().String())
+	if err := os.WriteFile(p.kubeconfig, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func (p *writeProxy) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		write := r.Method != http.MethodGet && r.Method != http.MethodHead &&
+			!strings.Contains(r.URL.Path, "/events") && !strings.Contains(r.URL.Path, "/leases")
+		if !write {
+			next.ServeHTTP(w, r)
+			return
+		}
+		p.mu.Lock()
+		p.n++
+		n, desc := p.n, r.Method+" "+r.URL.Path
+		p.last = desc
+		hook, kill := p.afterWrite, p.kill
+		p.mu.Unlock()
+		if hook == nil || !hook(n, desc) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		rec := httptest.NewRecorder()
+		next.ServeHTTP(rec, r) // applied by the API server...
+		kill()                 // ...and the operator dies before it hears so
+		panic(http.ErrAbortHandler)
+	})
+}
+
+// set installs the write hook and the kill function.
+func (p *writeProxy) set(afterWrite func(n int, desc string) bool, kill func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.afterWrite, p.kill = afterWrite, kill
+}
+
+func (p *writeProxy) lastWrite() (int, string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.n, p.last
+}
+
+// selfSigned returns a certificate for 127.0.0.1 (the operator skips verification:
+// the proxy is the test's own).
+func selfSigned() (tls.Certificate, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "crash-test-proxy"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(24 * time.Hour),
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return tls.Certificate{}, err
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
+}
