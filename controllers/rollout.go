@@ -83,6 +83,25 @@ func (p *pass) workers() []observed {
 	return out
 }
 
+// byRole orders writes so that a crash between two writes of one step never leaves a
+// pool with prefill but no decode (prefill needs a decode worker to hand its KV cache
+// to; a decode worker alone can serve). grow orders decode first, a shrink prefill first.
+func (p *pass) byRole(ws []observed, grow bool) []observed {
+	rank := func(service string) int {
+		role := v1alpha1.ComponentTypeWorker
+		if svc := p.dgd.Spec.Services[service]; svc != nil {
+			role = svc.Role()
+		}
+		r := map[string]int{v1alpha1.ComponentTypeDecode: 0, v1alpha1.ComponentTypeWorker: 1, v1alpha1.ComponentTypePrefill: 2}[role]
+		if !grow {
+			r = -r
+		}
+		return r
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return rank(ws[i].Service) < rank(ws[j].Service) })
+	return ws
+}
+
 // revisionOf is the ControllerRevision number of a worker hash; a workload whose
 // revision was deleted counts as the oldest (0), so it drains last-but-safely.
 func (p *pass) revisionOf(hash string) int64 {
@@ -104,7 +123,7 @@ func (p *pass) target(k backends.Key, def int32) int32 {
 }
 
 func (p *pass) applyDecreases(ctx context.Context) error {
-	for _, w := range p.workers() {
+	for _, w := range p.byRole(p.workers(), false) {
 		if t := p.target(w.Key, w.Replicas); t < w.Replicas {
 			if err := p.scale(ctx, w, t); err != nil {
 				return err
@@ -119,7 +138,7 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 // revision in one object sees the pool together).
 func (p *pass) applyIncreases(ctx context.Context) error {
 	existing := map[backends.Key]observed{}
-	for _, w := range p.workers() {
+	for _, w := range p.byRole(p.workers(), true) {
 		existing[w.Key] = w
 		if t := p.target(w.Key, w.Replicas); t > w.Replicas {
 			if err := p.scale(ctx, w, t); err != nil {
@@ -129,7 +148,7 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 	}
 	pools := map[backends.Backend]*backends.Pool{}
 	var order []backends.Backend
-	for _, name := range p.dgd.WorkerServiceNames() {
+	for _, name := range p.workerNamesByRole() {
 		key := backends.Key{Service: name, Hash: p.updateHash()}
 		t := p.target(key, 0)
 		if _, ok := existing[key]; ok || t == 0 {
@@ -154,6 +173,20 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// workerNamesByRole lists the worker services decode first, prefill last: the order in
+// which a new revision's workloads are created (see byRole).
+func (p *pass) workerNamesByRole() []string {
+	var ws []observed
+	for _, name := range p.dgd.WorkerServiceNames() {
+		ws = append(ws, observed{Workload: backends.Workload{Key: backends.Key{Service: name}}})
+	}
+	var out []string
+	for _, w := range p.byRole(ws, true) {
+		out = append(out, w.Service)
+	}
+	return out
 }
 
 // scale sets one workload's replicas and expects the cache to show them.

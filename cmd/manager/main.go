@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -18,31 +19,49 @@ func main() {
 	var (
 		metricsAddr, probeAddr, leaseNS string
 		leaderElect                     bool
+		lease, renew, retry             time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the Prometheus metrics endpoint; 0 disables it")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of the /healthz and /readyz probes")
 	flag.BoolVar(&leaderElect, "leader-elect", true, "elect a leader so that only one replica acts")
 	flag.StringVar(&leaseNS, "leader-election-namespace", "", "namespace of the leader election Lease (default: the pod's own)")
+	flag.DurationVar(&lease, "leader-elect-lease-duration", 15*time.Second, "how long followers wait before taking over a lease that is not renewed")
+	flag.DurationVar(&renew, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before giving up")
+	flag.DurationVar(&retry, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
-	if err := run(metricsAddr, probeAddr, leaseNS, leaderElect); err != nil {
+	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
+	if err := run(metricsAddr, probeAddr, le); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
 }
 
-func run(metricsAddr, probeAddr, leaseNS string, leaderElect bool) error {
+// leaderElection holds the leader election flags.
+type leaderElection struct {
+	enabled             bool
+	namespace           string
+	lease, renew, retry time.Duration
+}
+
+func run(metricsAddr, probeAddr string, le leaderElection) error {
 	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Scheme:                  app.NewScheme(),
 		Cache:                   app.CacheOptions(),
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
-		LeaderElection:          leaderElect,
+		LeaderElection:          le.enabled,
 		LeaderElectionID:        "dgd-rollout.nvidia.com",
-		LeaderElectionNamespace: leaseNS,
+		LeaderElectionNamespace: le.namespace,
+		LeaseDuration:           &le.lease,
+		RenewDeadline:           &le.renew,
+		RetryPeriod:             &le.retry,
+		// main exits as soon as Start returns, so the Lease can be released on SIGTERM
+		// and a follower takes over at once instead of after the lease duration.
+		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -56,6 +75,6 @@ func run(metricsAddr, probeAddr, leaseNS string, leaderElect bool) error {
 	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
 		return err
 	}
-	ctrl.Log.Info("starting manager", "leaderElection", leaderElect)
+	ctrl.Log.Info("starting manager", "leaderElection", le.enabled)
 	return mgr.Start(ctrl.SetupSignalHandler())
 }
