@@ -98,6 +98,7 @@ type DynamoGraphDeploymentSpec struct {
 	// services, LeaderWorkerSet for multinode ones), Deployment, LeaderWorkerSet or Grove.
 	// +optional
 	// +kubebuilder:default=Auto
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.backend is immutable: changing it would move the frontend to another workload kind by deleting and recreating it; create a new DynamoGraphDeployment instead"
 	Backend BackendType `json:"backend,omitempty"`
 	// Rollout controls worker rollouts.
 	// +optional
