@@ -24,9 +24,15 @@
 //	validating vpod.kb.io              /validate--v1-pod                                     pods CREATE,UPDATE  objectSelector leaderworkerset.sigs.k8s.io/name Exists
 //
 // all failurePolicy Fail, sideEffects None, admissionReviewVersions v1. The
-// DisaggregatedSet controller and webhook are not run. Start returns once the API
-// server demonstrably routes admission requests of all four webhooks to this
-// process (server-side dry-run probes) and the manager's caches are synced.
+// DisaggregatedSet controller and webhook run only with Options.DisaggregatedSet,
+// which adds the DisaggregatedSetReconciler (as upstream's cmd/main.go wires it)
+// and, to the validating configuration,
+//
+//	validating vdisaggregatedset.kb.io /validate-disaggregatedset-x-k8s-io-v1-disaggregatedset disaggregatedsets CREATE,UPDATE
+//
+// Start returns once the API server demonstrably routes admission requests of
+// every registered webhook to this process (server-side dry-run probes) and the
+// manager's caches are synced.
 //
 // The webhooks are required, not optional: the Pod webhook adds the
 // group-index label (and group-key) to leader pods and the worker-index label to

@@ -28,9 +28,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	disaggv1 "sigs.k8s.io/lws/api/disaggregatedset/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 	lwscontrollers "sigs.k8s.io/lws/pkg/controllers"
+	disaggcontroller "sigs.k8s.io/lws/pkg/controllers/disaggregatedset"
 	lwswebhooks "sigs.k8s.io/lws/pkg/webhooks"
+	disaggwebhook "sigs.k8s.io/lws/pkg/webhooks/disaggregatedset"
 )
 
 // Names of the webhook configurations a Runner registers. They are fixed so that
@@ -50,6 +53,8 @@ const (
 	ValidateLeaderWorkerSetPath = "/validate-leaderworkerset-x-k8s-io-v1-leaderworkerset"
 	MutatePodPath               = "/mutate--v1-pod"
 	ValidatePodPath             = "/validate--v1-pod"
+	// ValidateDisaggregatedSetPath is served only with Options.DisaggregatedSet.
+	ValidateDisaggregatedSetPath = "/validate-disaggregatedset-x-k8s-io-v1-disaggregatedset"
 )
 
 // probeName names the server-side dry-run objects Start uses to check that the API
@@ -69,6 +74,13 @@ type Options struct {
 	CertDir string
 	// Log receives the manager's, controllers' and webhooks' logs. Default: discard.
 	Log logr.Logger
+	// DisaggregatedSet also runs LWS's DisaggregatedSet controller
+	// (pkg/controllers/disaggregatedset, as upstream's cmd/main.go wires it) and its
+	// validating webhook (pkg/webhooks/disaggregatedset), registered as
+	// vdisaggregatedset.kb.io in the validating configuration. It needs the
+	// DisaggregatedSet CRD (CRDPaths installs both). Default false: only
+	// LeaderWorkerSet.
+	DisaggregatedSet bool
 }
 
 // Runner is a running in-process LWS: manager, controllers, webhook server and
@@ -83,6 +95,7 @@ type Runner struct {
 
 	cfg     *rest.Config
 	log     logr.Logger
+	disagg  bool
 	mgr     ctrl.Manager
 	certDir string
 	tempDir bool
@@ -116,7 +129,8 @@ func Start(ctx context.Context, opts Options) (*Runner, error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	r := &Runner{cfg: rest.CopyConfig(opts.Config), log: log, certDir: opts.CertDir, done: make(chan struct{})}
+	r := &Runner{cfg: rest.CopyConfig(opts.Config), log: log, certDir: opts.CertDir, disagg: opts.DisaggregatedSet,
+		done: make(chan struct{})}
 	if err := CleanupStaleWebhooks(ctx, r.cfg); err != nil {
 		return nil, err
 	}
@@ -152,7 +166,12 @@ func (r *Runner) start(ctx context.Context) error {
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
 	utilruntime.Must(lwsv1.AddToScheme(scheme))
+	utilruntime.Must(disaggv1.AddToScheme(scheme))
 
+	paths := []string{MutateLeaderWorkerSetPath, ValidateLeaderWorkerSetPath, MutatePodPath, ValidatePodPath}
+	if r.disagg {
+		paths = append(paths, ValidateDisaggregatedSetPath)
+	}
 	srv := &trackingServer{
 		Server: webhook.NewServer(webhook.Options{
 			Host:    "127.0.0.1",
@@ -161,7 +180,8 @@ func (r *Runner) start(ctx context.Context) error {
 			// As upstream: no HTTP/2 (CVE-2023-44487 / -39325).
 			TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }},
 		}),
-		seen: map[string]bool{},
+		seen:  map[string]bool{},
+		paths: paths,
 	}
 	mgr, err := ctrl.NewManager(r.cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -200,6 +220,18 @@ func (r *Runner) start(ctx context.Context) error {
 	if err := lwswebhooks.NewPodWebhook(nil).Setup(mgr); err != nil {
 		return fmt.Errorf("lws: Pod webhook: %w", err)
 	}
+	if r.disagg {
+		if err := (&disaggcontroller.DisaggregatedSetReconciler{
+			Client: mgr.GetClient(),
+			Scheme: mgr.GetScheme(),
+			Record: mgr.GetEventRecorder("disaggregatedset"),
+		}).SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("lws: DisaggregatedSet controller: %w", err)
+		}
+		if err := disaggwebhook.SetupDisaggregatedSetWebhook(mgr); err != nil {
+			return fmt.Errorf("lws: DisaggregatedSet webhook: %w", err)
+		}
+	}
 
 	mgrCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -216,7 +248,8 @@ func (r *Runner) start(ctx context.Context) error {
 	}
 	r.log.V(1).Info("webhook server listening", "took", time.Since(phase))
 	// 2. The API server has our configurations and routes to us: dry-run probes
-	//    until each of the four webhooks has seen a request.
+	//    until each of the four (five with DisaggregatedSet) webhooks has seen a
+	//    request.
 	phase = time.Now()
 	if err := r.applyWebhookConfigurations(ctx); err != nil {
 		return err
@@ -237,6 +270,9 @@ func (r *Runner) start(ctx context.Context) error {
 		probeErr := errors.Join(
 			ignoreAlreadyExists(c.Create(ctx, probeLWS())),
 			ignoreAlreadyExists(c.Create(ctx, probePod())))
+		if r.disagg {
+			probeErr = errors.Join(probeErr, ignoreAlreadyExists(c.Create(ctx, probeDisaggregatedSet())))
+		}
 		r.log.V(2).Info("dry-run probe", "notCalledYet", missing, "err", probeErr, "took", time.Since(t0))
 		if missing = srv.missing(); len(missing) == 0 {
 			return nil
@@ -355,8 +391,18 @@ func CleanupStaleWebhooks(ctx context.Context, cfg *rest.Config) error {
 // WebhookConfigurations returns the configurations a Runner serving at url
 // (https://127.0.0.1:<port>) with CA caBundle registers: LWS's
 // config/webhook/manifests.yaml after its kustomize patches, with
-// clientConfig.url instead of a Service.
+// clientConfig.url instead of a Service, without the DisaggregatedSet webhook
+// (see WebhookConfigurationsWith).
 func WebhookConfigurations(url string, caBundle []byte) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
+	return WebhookConfigurationsWith(url, caBundle, false)
+}
+
+// WebhookConfigurationsWith is WebhookConfigurations, plus, when
+// disaggregatedSet is true, the validating webhook vdisaggregatedset.kb.io
+// (ValidateDisaggregatedSetPath; disaggregatedsets CREATE,UPDATE) as in LWS's
+// config/webhook/manifests.yaml: what a Runner with Options.DisaggregatedSet
+// registers.
+func WebhookConfigurationsWith(url string, caBundle []byte, disaggregatedSet bool) (*admissionregistrationv1.MutatingWebhookConfiguration, *admissionregistrationv1.ValidatingWebhookConfiguration) {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Labels: map[string]string{ManagedByLabel: "dgd-e2e-lws"}}
 	}
@@ -406,6 +452,19 @@ func WebhookConfigurations(url string, caBundle []byte) (*admissionregistrationv
 			FailurePolicy:  fail, SideEffects: none, AdmissionReviewVersions: v1, TimeoutSeconds: timeout,
 		}},
 	}
+	if disaggregatedSet {
+		v.Webhooks = append(v.Webhooks, admissionregistrationv1.ValidatingWebhook{
+			Name: "vdisaggregatedset.kb.io", ClientConfig: cc(ValidateDisaggregatedSetPath),
+			Rules: []admissionregistrationv1.RuleWithOperations{{
+				Operations: []admissionregistrationv1.OperationType{create, update},
+				Rule: admissionregistrationv1.Rule{
+					APIGroups: []string{disaggv1.GroupVersion.Group}, APIVersions: []string{disaggv1.GroupVersion.Version},
+					Resources: []string{"disaggregatedsets"},
+				},
+			}},
+			FailurePolicy: fail, SideEffects: none, AdmissionReviewVersions: v1, TimeoutSeconds: timeout,
+		})
+	}
 	return m, v
 }
 
@@ -415,7 +474,7 @@ func (r *Runner) applyWebhookConfigurations(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m, v := WebhookConfigurations(r.URL, r.CABundle)
+	m, v := WebhookConfigurationsWith(r.URL, r.CABundle, r.disagg)
 	for _, obj := range []client.Object{m, v} {
 		err := c.Create(ctx, obj)
 		if apierrors.IsAlreadyExists(err) {
@@ -436,8 +495,9 @@ func (r *Runner) applyWebhookConfigurations(ctx context.Context) error {
 // have received a request (for Start's readiness probe).
 type trackingServer struct {
 	webhook.Server
-	mu   sync.Mutex
-	seen map[string]bool
+	mu    sync.Mutex
+	seen  map[string]bool
+	paths []string // the webhook paths Start waits for
 }
 
 // Register implements webhook.Server.
@@ -450,12 +510,12 @@ func (s *trackingServer) Register(path string, hook http.Handler) {
 	}))
 }
 
-// missing lists the LWS webhook paths that have not been called yet.
+// missing lists the registered webhook paths that have not been called yet.
 func (s *trackingServer) missing() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for _, p := range []string{MutateLeaderWorkerSetPath, ValidateLeaderWorkerSetPath, MutatePodPath, ValidatePodPath} {
+	for _, p := range s.paths {
 		if !s.seen[p] {
 			out = append(out, p)
 		}
@@ -485,6 +545,32 @@ func probeLWS() *lwsv1.LeaderWorkerSet {
 				}},
 			},
 		},
+	}
+}
+
+// probeDisaggregatedSet is a minimal valid DisaggregatedSet (two roles of zero
+// replicas) for a dry-run create. Like an LWS, a typed DisaggregatedSet must set
+// startupPolicy and rolloutStrategy.type, which the CRD rejects as "".
+func probeDisaggregatedSet() *disaggv1.DisaggregatedSet {
+	role := func(name string) disaggv1.DisaggregatedRoleSpec {
+		return disaggv1.DisaggregatedRoleSpec{Name: name, LeaderWorkerSetTemplateSpec: lwsv1.LeaderWorkerSetTemplateSpec{
+			Spec: lwsv1.LeaderWorkerSetSpec{
+				Replicas:        ptr.To[int32](0),
+				StartupPolicy:   lwsv1.LeaderCreatedStartupPolicy,
+				RolloutStrategy: lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType},
+				LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
+					Size:          ptr.To[int32](1),
+					RestartPolicy: lwsv1.RecreateGroupOnPodRestart,
+					WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						Containers: []corev1.Container{{Name: "c", Image: "probe"}},
+					}},
+				},
+			},
+		}}
+	}
+	return &disaggv1.DisaggregatedSet{
+		ObjectMeta: metav1.ObjectMeta{Name: probeName, Namespace: probeNamespace},
+		Spec:       disaggv1.DisaggregatedSetSpec{Roles: []disaggv1.DisaggregatedRoleSpec{role("a"), role("b")}},
 	}
 }
 
