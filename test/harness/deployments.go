@@ -17,6 +17,7 @@ import (
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/invariants"
 )
 
@@ -147,6 +148,10 @@ func (s *Snapshot) add(labels map[string]string, name string, spec, ready, actua
 // counts, no pass has anything left to act on until something else changes.
 func (s Snapshot) Settled() bool {
 	if s.DGD.Status.ObservedGeneration != s.DGD.Generation || s.DGD.Status.UpdateRevision == "" {
+		return false
+	}
+	// The status must come from a pass that synced this generation's worker template.
+	if s.UpdateHash() != revisions.Hash(revisions.NewWorkerTemplate(&s.DGD), s.DGD.Status.CollisionCount) {
 		return false
 	}
 	seen := map[string]v1alpha1.WorkloadStatus{}

@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -54,11 +55,26 @@ func (e *Env) Drive(ctx context.Context, ns, name string, grow int32, maxSteps i
 		if err != nil {
 			return steps, err
 		}
-		if !changed {
+		if !changed && !e.movesBySelf(ctx, ns, name, s, 5*time.Second) {
 			return steps, fmt.Errorf("step %d: nothing left to make ready but not done: phase %v, replicas %v", i, s.DGD.Status.RollingUpdate, s.Replicas())
 		}
 	}
 	return steps, fmt.Errorf("not done after %d steps", maxSteps)
+}
+
+// movesBySelf reports whether the DGD or its workloads change within d with nothing
+// made ready: a pass that failed (a conflict, an injected fault) is retried by the
+// controller after a backoff.
+func (e *Env) movesBySelf(ctx context.Context, ns, name string, s Snapshot, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
+		now, err := e.Take(ctx, ns, name)
+		if err == nil && (now.DGD.ResourceVersion != s.DGD.ResourceVersion || !maps.Equal(now.Replicas(), s.Replicas())) {
+			return true
+		}
+	}
+	return false
 }
 
 // Play plays every workload controller of a DGD once (Deployments, LeaderWorkerSets and

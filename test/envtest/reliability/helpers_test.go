@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -63,26 +62,10 @@ func hashes(s harness.Snapshot) []string {
 }
 
 // poolSize sums the replicas set on one revision's worker workloads.
-func poolSize(s harness.Snapshot, hash string) int32 {
-	var n int32
-	for _, w := range s.Workloads {
-		if w.Hash == hash {
-			n += w.Spec
-		}
-	}
-	return n
-}
+func poolSize(s harness.Snapshot, hash string) int32 { return s.PoolSize(hash) }
 
 // perService maps service -> replicas in one revision's pool.
-func perService(s harness.Snapshot, hash string) map[string]int32 {
-	out := map[string]int32{}
-	for _, w := range s.Workloads {
-		if w.Hash == hash {
-			out[w.Service] = w.Spec
-		}
-	}
-	return out
-}
+func perService(s harness.Snapshot, hash string) map[string]int32 { return s.Pool(hash) }
 
 // specHash is the worker hash of the DGD's spec: the update revision the operator
 // must report once it has observed the spec.
@@ -90,89 +73,13 @@ func specHash(d *v1alpha1.DynamoGraphDeployment) string {
 	return revisions.Hash(revisions.NewWorkerTemplate(d), d.Status.CollisionCount)
 }
 
-// observed is harness.Snapshot.Settled made strict about the spec: the status is the
-// result of a pass that saw this generation's worker template (a pass that fails
-// before it has synced the revisions still writes observedGeneration).
-func observed(s harness.Snapshot) bool {
-	return s.Settled() && updateHash(s) == specHash(&s.DGD)
-}
+// waitSettled is harness.Env.WaitSettled (which also requires the status to come from a
+// pass that synced the spec's worker template).
+func waitSettled(ns, name string) (harness.Snapshot, error) { return env.WaitSettled(ctx, ns, name) }
 
-// waitSettled polls until the operator has acted on everything it can see.
-func waitSettled(ns, name string) (harness.Snapshot, error) {
-	deadline := time.Now().Add(harness.SettleTimeout)
-	for {
-		s, err := env.Take(ctx, ns, name)
-		if err == nil && observed(s) {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			return s, fmt.Errorf("%s/%s did not settle within %s (last error %v): replicas %v, status %+v",
-				ns, name, harness.SettleTimeout, err, s.Replicas(), s.DGD.Status)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-// drive is harness.Env.Drive with the stricter settle test above: wait until the
-// operator settles, check surge, availability and ratio on that state, stop when done
-// says so, else make up to grow more replicas of every Deployment ready and repeat. A
-// step that leaves nothing to make ready while not done fails, unless the state moves
-// by itself within a few seconds (a retry of a failed pass).
+// drive is harness.Env.Drive: it tolerates a failed pass retrying by itself.
 func drive(ns, name string, grow int32, maxSteps int, done func(harness.Snapshot) bool) ([]harness.Snapshot, error) {
-	var steps []harness.Snapshot
-	var floorOK map[string]bool
-	for i := 0; i < maxSteps; i++ {
-		s, err := waitSettled(ns, name)
-		if err != nil {
-			return steps, err
-		}
-		steps = append(steps, s)
-		services := invariants.ServicesOf(&s.DGD)
-		if v := invariants.Check(services, s.Workloads, floorOK); len(v) > 0 {
-			return steps, fmt.Errorf("step %d: %s; replicas %v", i, strings.Join(v, "; "), s.Replicas())
-		}
-		floorOK = invariants.FloorHolds(services, s.Workloads)
-		if done(s) {
-			return steps, nil
-		}
-		changed, err := env.Play(ctx, ns, name, grow)
-		if err != nil {
-			return steps, err
-		}
-		if !changed && !movesBySelf(ns, name, s, 5*time.Second) {
-			return steps, fmt.Errorf("step %d: nothing left to make ready but not done: phase %+v, replicas %v",
-				i, s.DGD.Status.RollingUpdate, s.Replicas())
-		}
-	}
-	return steps, fmt.Errorf("not done after %d steps", maxSteps)
-}
-
-// movesBySelf reports whether the DGD or its workloads change within d.
-func movesBySelf(ns, name string, s harness.Snapshot, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		now, err := env.Take(ctx, ns, name)
-		if err != nil {
-			continue
-		}
-		if now.DGD.ResourceVersion != s.DGD.ResourceVersion || !maps2Equal(now.Replicas(), s.Replicas()) {
-			return true
-		}
-	}
-	return false
-}
-
-func maps2Equal(a, b map[string]int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
+	return env.Drive(ctx, ns, name, grow, maxSteps, done)
 }
 
 // deploy creates a DGD and drives it to its first completed revision.
