@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -77,9 +78,9 @@ func TestCrashSafety(t *testing.T) {
 	b := newScenario(t, e, disagg("crash-b", "pd84", 8, 4, "vllm:a"), h)
 	b.update("image a→b", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:b") })
 	w := b.until("b under way", rolloutTimeout, func(w *world) bool {
-		return w.d.Status.UpdateRevisionNumber == 2 && pool(w.d, 2)["prefill"] >= 2
+		return w.d.Status.UpdateRevisionNumber == 2 && e2e.Pool(w.d, 2)["prefill"] >= 2
 	})
-	if n := pool(w.d, 2)["prefill"]; n >= 8 {
+	if n := e2e.Pool(w.d, 2)["prefill"]; n >= 8 {
 		t.Fatalf("b already rolled out (%d prefill on revision 2): no retarget mid-rollout", n)
 	}
 	b.update("retarget b→c mid-rollout", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:c") })
@@ -108,9 +109,9 @@ func TestCrashSafety(t *testing.T) {
 	a.update("image →v6", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v6") })
 	w = a.until("v6 under way", rolloutTimeout, func(w *world) bool {
 		next := w.d.Status.UpdateRevisionNumber
-		return updateHash(w.d) == a.want && pool(w.d, next)["prefill"] >= 1
+		return e2e.UpdateHash(w.d) == a.want && e2e.Pool(w.d, next)["prefill"] >= 1
 	})
-	if n := pool(w.d, w.d.Status.UpdateRevisionNumber)["prefill"]; n >= 4 {
+	if n := e2e.Pool(w.d, w.d.Status.UpdateRevisionNumber)["prefill"]; n >= 4 {
 		t.Fatalf("v6 already rolled out: no undo mid-rollout")
 	}
 	a.undo("undo v6 mid-rollout", w.d.Status.UpdateRevisionNumber-1)
@@ -138,7 +139,7 @@ func TestCrashSafety(t *testing.T) {
 		if onOld > 0 && onNew > 0 {
 			t.Fatalf("Recreate: %d old and %d new worker pods coexist\n%s", onOld, onNew, r.context(w))
 		}
-		return updateHash(w.d) == r.want && rolledOut(w.d, w.pods)
+		return e2e.UpdateHash(w.d) == r.want && e2e.RolledOut(w.d, w.pods)
 	})
 	r.converge("v2 (Recreate)")
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -78,7 +79,7 @@ func TestKillAtEachWrite(t *testing.T) {
 					if p := s.ownershipProblems(w); len(p) > 0 {
 						t.Fatalf("%s\n%s", strings.Join(p, "; "), s.context(w))
 					}
-					done = updateHash(w.d) == s.want && rolledOut(w.d, w.pods)
+					done = e2e.UpdateHash(w.d) == s.want && e2e.RolledOut(w.d, w.pods)
 				}
 				if time.Now().After(deadline) {
 					t.Fatalf("%s not rolled out within %s\n%s", img, rolloutTimeout, s.context(w))

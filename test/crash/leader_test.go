@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -110,7 +111,7 @@ func TestLeaderElection(t *testing.T) {
 	s.until("v2 under way", rolloutTimeout, func(w *world) bool {
 		ru := w.d.Status.RollingUpdate
 		return w.d.Status.UpdateRevisionNumber == 2 && ru != nil && ru.Phase == v1alpha1.RolloutInProgress &&
-			pool(w.d, 2)["prefill"] >= 1
+			e2e.Pool(w.d, 2)["prefill"] >= 1
 	})
 
 	// Until now only the leader acted.

@@ -446,7 +446,7 @@ func oneSided(w *world) string {
 			ready := map[string]int{}
 			for i := range w.pods {
 				p := &w.pods[i]
-				if p.Labels[v1alpha1.LabelWorkerHash] == h && p.DeletionTimestamp.IsZero() && podReady(p) {
+				if p.Labels[v1alpha1.LabelWorkerHash] == h && p.DeletionTimestamp.IsZero() && e2e.PodReady(p) {
 					ready[p.Labels[v1alpha1.LabelService]]++
 				}
 			}
@@ -462,12 +462,12 @@ func oneSided(w *world) string {
 func (s *scenario) converge(what string) {
 	s.t.Helper()
 	s.until(what+" rolled out", rolloutTimeout, func(w *world) bool {
-		return updateHash(w.d) == s.want && rolledOut(w.d, w.pods)
+		return e2e.UpdateHash(w.d) == s.want && e2e.RolledOut(w.d, w.pods)
 	})
 	var problems []string
 	s.until(what+" settled", settleTimeout, func(w *world) bool {
 		problems = s.settledProblems(w)
-		return len(problems) == 0 && updateHash(w.d) == s.want && rolledOut(w.d, w.pods)
+		return len(problems) == 0 && e2e.UpdateHash(w.d) == s.want && e2e.RolledOut(w.d, w.pods)
 	})
 }
 
@@ -480,7 +480,7 @@ func (s *scenario) holdPartition(what string, old map[string]int) {
 		d := w.d
 		ru := d.Status.RollingUpdate
 		if ru == nil || ru.Phase != v1alpha1.RolloutPaused || ru.Reason != "Partitioned" ||
-			d.Status.ObservedGeneration != d.Generation || updateHash(d) != s.want {
+			d.Status.ObservedGeneration != d.Generation || e2e.UpdateHash(d) != s.want {
 			return false
 		}
 		onNew, onOld := map[string]int{}, map[string]int{}
@@ -491,7 +491,7 @@ func (s *scenario) holdPartition(what string, old map[string]int) {
 			if h == "" {
 				continue
 			}
-			if !p.DeletionTimestamp.IsZero() || !podReady(p) {
+			if !p.DeletionTimestamp.IsZero() || !e2e.PodReady(p) {
 				return false
 			}
 			if h == s.want {
@@ -518,7 +518,7 @@ func (s *scenario) holdPartition(what string, old map[string]int) {
 func (s *scenario) context(w *world) string {
 	var b strings.Builder
 	if w != nil {
-		fmt.Fprintf(&b, "  status: %s\n", summary(w.d))
+		fmt.Fprintf(&b, "  status: %s\n", e2e.Summary(w.d))
 		names := make([]string, 0, len(w.deps))
 		for _, d := range w.deps {
 			names = append(names, fmt.Sprintf("%s=%d/%d", d.Name, d.Status.AvailableReplicas, ptr.Deref(d.Spec.Replicas, 1)))
@@ -536,82 +536,6 @@ func (s *scenario) context(w *world) string {
 		b.WriteString(s.hooks.describe())
 	}
 	return b.String()
-}
-
-func updateHash(d *v1alpha1.DynamoGraphDeployment) string {
-	return strings.TrimPrefix(d.Status.UpdateRevision, d.Name+"-")
-}
-
-// rolledOut: phase Completed for the current generation, and every service has exactly
-// its desired pods, all ready, none terminating, workers on the update revision.
-func rolledOut(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
-	ru := d.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted || d.Status.ObservedGeneration != d.Generation {
-		return false
-	}
-	hash := updateHash(d)
-	want := map[string]int{}
-	for _, name := range d.ServiceNames() {
-		svc := d.Spec.Services[name]
-		want[name] = int(svc.DesiredReplicas() * svc.NodeCount())
-	}
-	got := map[string]int{}
-	for i := range pods {
-		p := &pods[i]
-		svc := d.Spec.Services[p.Labels[v1alpha1.LabelService]]
-		if svc == nil || !p.DeletionTimestamp.IsZero() || !podReady(p) {
-			return false
-		}
-		if svc.IsWorker() && p.Labels[v1alpha1.LabelWorkerHash] != hash {
-			return false
-		}
-		got[p.Labels[v1alpha1.LabelService]]++
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
-
-func summary(d *v1alpha1.DynamoGraphDeployment) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "gen=%d observed=%d ", d.Generation, d.Status.ObservedGeneration)
-	if ru := d.Status.RollingUpdate; ru != nil {
-		fmt.Fprintf(&b, "phase=%s/%s ", ru.Phase, ru.Reason)
-	}
-	fmt.Fprintf(&b, "update=%s#%d current=%s ", d.Status.UpdateRevision, d.Status.UpdateRevisionNumber, d.Status.CurrentRevision)
-	for _, name := range d.ServiceNames() {
-		fmt.Fprintf(&b, "%s:", name)
-		for _, w := range d.Status.Services[name].Workloads {
-			fmt.Fprintf(&b, " r%d=%d/%d", w.Revision, w.ReadyReplicas, w.Replicas)
-		}
-		b.WriteString("; ")
-	}
-	return b.String()
-}
-
-// pool counts the replicas the last status records per service on one revision number.
-func pool(d *v1alpha1.DynamoGraphDeployment, revision int64) map[string]int32 {
-	out := map[string]int32{}
-	for _, name := range d.WorkerServiceNames() {
-		for _, w := range d.Status.Services[name].Workloads {
-			if w.Revision == revision {
-				out[name] += w.Replicas
-			}
-		}
-	}
-	return out
 }
 
 // disagg builds a disaggregated DGD with maxSurge 1, maxUnavailable 0.

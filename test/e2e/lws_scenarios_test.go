@@ -54,7 +54,7 @@ func checkGangs(s *scenario) {
 		for _, p := range pods {
 			Expect(strings.HasPrefix(p.Spec.NodeName, "kwok-node-")).To(BeTrue(), p.Name)
 			Expect(p.Spec.Containers[0].Resources.Limits).To(HaveKey(corev1.ResourceName("nvidia.com/gpu")))
-			Expect(p.Labels[v1alpha1.LabelWorkerHash]).To(Equal(updateHash(d)))
+			Expect(p.Labels[v1alpha1.LabelWorkerHash]).To(Equal(UpdateHash(d)))
 		}
 	}
 }

@@ -41,7 +41,7 @@ func (w *Watcher) checkPods() {
 		if key, ok := p.Labels[lwsGroupKey]; ok {
 			gang = hash + "/" + key
 		}
-		if p.DeletionTimestamp.IsZero() && podReady(p) {
+		if p.DeletionTimestamp.IsZero() && PodReady(p) {
 			gangs[svc][gang]++
 		}
 		w.checkIsolation(p, hash, hashOfNS)
@@ -98,7 +98,8 @@ func (w *Watcher) checkIsolation(p *corev1.Pod, hash string, hashOfNS map[string
 	hashOfNS[ns] = hash
 }
 
-func podReady(p *corev1.Pod) bool {
+// PodReady reports whether a pod's Ready condition is True.
+func PodReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
 			return c.Status == corev1.ConditionTrue

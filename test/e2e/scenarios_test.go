@@ -65,8 +65,8 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 				d.Status.Services["prefill"].ReadyReplicas == 4 && d.Status.Services["decode"].ReadyReplicas == 2
 		})
 		d := s.dgd()
-		Expect(pool(d, 1)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
-		Expect(pool(d, 2)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(Pool(d, 1)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+		Expect(Pool(d, 2)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = nil })
 		s.waitRolledOut(2)
 	})
@@ -75,15 +75,15 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 		s := start(gpus(harness.NewDGD(newNamespace(), "pause").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj()))
 		s.update(image("vllm:v2"))
 		s.until("under way", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
-			return d.Status.UpdateRevisionNumber == 2 && pool(d, 2)["prefill"] >= 2
+			return d.Status.UpdateRevisionNumber == 2 && Pool(d, 2)["prefill"] >= 2
 		})
 		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
 		s.until("paused with every pod ready", func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 			ru := d.Status.RollingUpdate
 			return ru != nil && ru.Phase == v1alpha1.RolloutPaused && allReady(pods)
 		})
-		held := pool(s.dgd(), 2)
-		Consistently(func() map[string]int32 { return pool(s.dgd(), 2) }, 3*PodReadyDelay, 200*time.Millisecond).Should(Equal(held))
+		held := Pool(s.dgd(), 2)
+		Consistently(func() map[string]int32 { return Pool(s.dgd(), 2) }, 3*PodReadyDelay, 200*time.Millisecond).Should(Equal(held))
 		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = false })
 		s.waitRolledOut(2)
 	})
@@ -92,7 +92,7 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 		s := start(gpus(harness.NewDGD(newNamespace(), "abc").Disagg(8, 4, "vllm:a").Rollout("1", "0").Obj()))
 		s.update(image("vllm:b"))
 		s.until("B under way", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
-			return d.Status.UpdateRevisionNumber == 2 && pool(d, 2)["prefill"] >= 3
+			return d.Status.UpdateRevisionNumber == 2 && Pool(d, 2)["prefill"] >= 3
 		})
 		s.update(image("vllm:c"))
 		s.waitRolledOut(3)
@@ -117,12 +117,12 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 			d.Spec = *spec
 		})
 		s.waitRolledOut(3)
-		Expect(updateHash(s.dgd())).To(Equal(revisions.HashOf(one)))
+		Expect(UpdateHash(s.dgd())).To(Equal(revisions.HashOf(one)))
 	})
 
 	It("recreates: old pods are gone before new ones start", func() {
 		s := start(gpus(harness.NewDGD(newNamespace(), "recreate").Disagg(4, 2, "vllm:v1").Strategy(v1alpha1.RecreateStrategy).Obj()))
-		old := updateHash(s.dgd())
+		old := UpdateHash(s.dgd())
 		s.update(image("vllm:v2"))
 		s.until("rolled out without overlap", func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 			var oldPods, newPods int
@@ -130,12 +130,12 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 				switch p.Labels[v1alpha1.LabelWorkerHash] {
 				case old:
 					oldPods++
-				case updateHash(d):
+				case UpdateHash(d):
 					newPods++
 				}
 			}
 			Expect(oldPods == 0 || newPods == 0 || d.Status.UpdateRevisionNumber == 1).To(BeTrue(), "old and new pods coexist")
-			return d.Status.UpdateRevisionNumber == 2 && rolledOut(d, pods)
+			return d.Status.UpdateRevisionNumber == 2 && RolledOut(d, pods)
 		})
 	})
 
@@ -185,7 +185,7 @@ func readSample(name string) *v1alpha1.DynamoGraphDeployment {
 
 func allReady(pods []corev1.Pod) bool {
 	for i := range pods {
-		if !podReady(&pods[i]) || !pods[i].DeletionTimestamp.IsZero() {
+		if !PodReady(&pods[i]) || !pods[i].DeletionTimestamp.IsZero() {
 			return false
 		}
 	}

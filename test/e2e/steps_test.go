@@ -67,7 +67,7 @@ func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment,
 			StopTrying(fmt.Sprintf("invariant violated: %s", strings.Join(v, "; "))).Now()
 		}
 		d := s.dgd()
-		g.Expect(cond(d, s.pods())).To(BeTrue(), "%s: status %s", what, summary(d))
+		g.Expect(cond(d, s.pods())).To(BeTrue(), "%s: status %s", what, Summary(d))
 	}, RolloutTimeout, 100*time.Millisecond).Should(Succeed())
 	Expect(s.w.Violations()).To(BeEmpty())
 }
@@ -76,74 +76,12 @@ func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment,
 // pod on the update revision, existing, ready and not terminating.
 func (s *scenario) waitRolledOut(n int64) {
 	s.until(fmt.Sprintf("revision %d rolled out", n), func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
-		return d.Status.UpdateRevisionNumber == n && rolledOut(d, pods)
+		return d.Status.UpdateRevisionNumber == n && RolledOut(d, pods)
 	})
-}
-
-func rolledOut(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
-	ru := d.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted || d.Status.ObservedGeneration != d.Generation {
-		return false
-	}
-	hash := updateHash(d)
-	want := map[string]int{}
-	for _, name := range d.ServiceNames() {
-		svc := d.Spec.Services[name]
-		want[strings.ToLower(name)] = int(svc.DesiredReplicas() * svc.NodeCount())
-	}
-	got := map[string]int{}
-	for _, p := range pods {
-		svc := d.Spec.Services[p.Labels[v1alpha1.LabelService]]
-		if svc == nil || !p.DeletionTimestamp.IsZero() || !podReady(&p) {
-			return false
-		}
-		if svc.IsWorker() && p.Labels[v1alpha1.LabelWorkerHash] != hash {
-			return false
-		}
-		got[strings.ToLower(p.Labels[v1alpha1.LabelService])]++
-	}
-	for k, v := range want {
-		if got[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
-func updateHash(d *v1alpha1.DynamoGraphDeployment) string {
-	return strings.TrimPrefix(d.Status.UpdateRevision, d.Name+"-")
 }
 
 func (s *scenario) pods() []corev1.Pod {
 	var list corev1.PodList
 	Expect(k8s.List(ctx, &list, client.InNamespace(s.ns), client.MatchingLabels{v1alpha1.LabelGraph: s.name})).To(Succeed())
 	return list.Items
-}
-
-// pool counts the replicas set per service on one worker revision (from status).
-func pool(d *v1alpha1.DynamoGraphDeployment, revision int64) map[string]int32 {
-	out := map[string]int32{}
-	for _, name := range d.WorkerServiceNames() {
-		for _, w := range d.Status.Services[name].Workloads {
-			if w.Revision == revision {
-				out[name] += w.Replicas
-			}
-		}
-	}
-	return out
-}
-
-func summary(d *v1alpha1.DynamoGraphDeployment) string {
-	var b strings.Builder
-	if ru := d.Status.RollingUpdate; ru != nil {
-		fmt.Fprintf(&b, "phase=%s/%s rev=%d ", ru.Phase, ru.Reason, d.Status.UpdateRevisionNumber)
-	}
-	for _, name := range d.ServiceNames() {
-		fmt.Fprintf(&b, "%s:", name)
-		for _, w := range d.Status.Services[name].Workloads {
-			fmt.Fprintf(&b, " r%d=%d/%d", w.Revision, w.ReadyReplicas, w.Replicas)
-		}
-		b.WriteString("; ")
-	}
-	return b.String()
 }
