@@ -57,8 +57,6 @@ type Workload struct {
 	Updated int32
 	// Current is the number of replicas the workload reports existing.
 	Current int32
-	// Stale is true when the workload's status predates its latest spec.
-	Stale bool
 }
 
 // Backend renders, observes and scales the workloads of a DGD on one workload kind.

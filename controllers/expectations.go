@@ -65,8 +65,7 @@ func (e *expectations) satisfied(key types.NamespacedName, cached int32) bool {
 	return false
 }
 
-// forget drops every expectation of one namespace/name prefix's workloads when its DGD
-// is gone or a workload was deleted.
+// forget drops the expectation of one workload (its write failed, or it was deleted).
 func (e *expectations) forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

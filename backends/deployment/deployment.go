@@ -176,7 +176,6 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Ready:    d.Status.AvailableReplicas,
 			Updated:  d.Status.UpdatedReplicas,
 			Current:  d.Status.Replicas,
-			Stale:    d.Status.ObservedGeneration < d.Generation,
 		})
 	}
 	return out, nil

@@ -194,7 +194,6 @@ func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, ser
 			return w, fmt.Errorf("getting PodCliqueScalingGroup %s: %w", key, err)
 		}
 		w.Replicas, w.Ready, w.Updated, w.Current = g.Spec.Replicas, g.Status.AvailableReplicas, g.Status.UpdatedReplicas, g.Status.Replicas
-		w.Stale = ptr.Deref(g.Status.ObservedGeneration, 0) < g.Generation
 		return w, nil
 	}
 	w.Kind, w.Replicas = "PodClique", templateReplicas(pcs, pl)
@@ -205,7 +204,6 @@ func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, ser
 		return w, fmt.Errorf("getting PodClique %s: %w", key, err)
 	}
 	w.Replicas, w.Ready, w.Updated, w.Current = c.Spec.Replicas, c.Status.ReadyReplicas, c.Status.UpdatedReplicas, c.Status.Replicas
-	w.Stale = ptr.Deref(c.Status.ObservedGeneration, 0) < c.Generation
 	return w, nil
 }
 

@@ -164,7 +164,6 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Ready:    l.Status.ReadyReplicas,
 			Updated:  l.Status.UpdatedReplicas,
 			Current:  l.Status.Replicas,
-			Stale:    l.Status.ObservedGeneration < l.Generation,
 		})
 	}
 	return out, nil
