@@ -16,6 +16,7 @@ package grove
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -23,6 +24,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -266,25 +268,45 @@ func (b *Backend) scaleObject(ctx context.Context, ns, name string, pl placement
 	return nil
 }
 
+// scaleTemplate sets the template count of one clique or scaling group with a JSON
+// patch that tests the entry's name and replaces only its replicas. A merge patch
+// would send the whole cliques (or scaling group) list from pcs, which may be a cache
+// copy older than the template write of another service in the same pass: that older
+// list would silently undo it.
 func (b *Backend) scaleTemplate(ctx context.Context, pcs *grovev1.PodCliqueSet, pl placement, replicas int32) error {
 	if templateReplicas(pcs, pl) == replicas || replicas == 0 {
 		return nil // Grove defaults a template count of 0 to 1: a drained revision is deleted instead
 	}
-	patch := client.MergeFrom(pcs.DeepCopy())
+	var ops []jsonPatchOp
 	for i, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
-		if g.Name == pl.Group {
-			pcs.Spec.Template.PodCliqueScalingGroupConfigs[i].Replicas = ptr.To(replicas)
+		if pl.Group != "" && g.Name == pl.Group {
+			path := fmt.Sprintf("/spec/template/podCliqueScalingGroups/%d", i)
+			ops = append(ops, jsonPatchOp{Op: "test", Path: path + "/name", Value: g.Name},
+				jsonPatchOp{Op: "add", Path: path + "/replicas", Value: replicas})
 		}
 	}
-	for _, c := range pcs.Spec.Template.Cliques {
+	for i, c := range pcs.Spec.Template.Cliques {
 		if pl.Clique != "" && c.Name == pl.Clique {
-			c.Spec.Replicas = replicas
+			path := fmt.Sprintf("/spec/template/cliques/%d", i)
+			ops = append(ops, jsonPatchOp{Op: "test", Path: path + "/name", Value: c.Name},
+				jsonPatchOp{Op: "add", Path: path + "/spec/replicas", Value: replicas})
 		}
 	}
-	if err := b.Client.Patch(ctx, pcs, patch); err != nil {
+	data, err := json.Marshal(ops)
+	if err != nil {
+		return err
+	}
+	if err := b.Client.Patch(ctx, pcs, client.RawPatch(types.JSONPatchType, data)); err != nil {
 		return fmt.Errorf("keeping PodCliqueSet %s/%s template in step: %w", pcs.Namespace, pcs.Name, err)
 	}
 	return nil
+}
+
+// jsonPatchOp is one RFC 6902 operation.
+type jsonPatchOp struct {
+	Op    string `json:"op"`
+	Path  string `json:"path"`
+	Value any    `json:"value"`
 }
 
 // Delete implements backends.Backend. Grove cannot remove one clique from a live

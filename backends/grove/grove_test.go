@@ -1,0 +1,81 @@
+package grove
+
+import (
+	"context"
+	"testing"
+
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+)
+
+// staleReader serves PodCliqueSets from a copy taken before any write, as an
+// informer cache does until the watch event of a write arrives.
+type staleReader struct {
+	client.Client
+	pcs *grovev1.PodCliqueSet
+}
+
+func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if p, ok := obj.(*grovev1.PodCliqueSet); ok && key.Name == s.pcs.Name {
+		s.pcs.DeepCopyInto(p)
+		return nil
+	}
+	return s.Client.Get(ctx, key, obj, opts...)
+}
+
+// TestScaleTemplateKeepsOtherServices: two services of one revision scaled in one pass
+// from a stale PodCliqueSet copy both keep their template counts (a merge patch of the
+// whole cliques list from the stale copy undid the first write).
+func TestScaleTemplateKeepsOtherServices(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := grovev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	pcs := &grovev1.PodCliqueSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: backends.GroupName("g", "abc"),
+			Annotations: map[string]string{AnnotationCliques: `{"prefill":{"clique":"prefill"},"decode":{"clique":"decode"},"mn":{"group":"mn"}}`}},
+		Spec: grovev1.PodCliqueSetSpec{Replicas: 1, Template: grovev1.PodCliqueSetTemplateSpec{
+			Cliques: []*grovev1.PodCliqueTemplateSpec{
+				{Name: "decode", Spec: grovev1.PodCliqueSpec{Replicas: 1}},
+				{Name: "mn-l", Spec: grovev1.PodCliqueSpec{Replicas: 1}},
+				{Name: "mn-w", Spec: grovev1.PodCliqueSpec{Replicas: 3}},
+				{Name: "prefill", Spec: grovev1.PodCliqueSpec{Replicas: 1}},
+			},
+			PodCliqueScalingGroupConfigs: []grovev1.PodCliqueScalingGroupConfig{
+				{Name: "mn", CliqueNames: []string{"mn-l", "mn-w"}, Replicas: ptr.To[int32](1)},
+			},
+		}},
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pcs.DeepCopy()).Build()
+	b := New(staleReader{Client: c, pcs: pcs.DeepCopy()}, scheme)
+	ctx := context.Background()
+	if err := b.Scale(ctx, dgd, backends.Key{Service: "decode", Hash: "abc"}, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Scale(ctx, dgd, backends.Key{Service: "prefill", Hash: "abc"}, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Scale(ctx, dgd, backends.Key{Service: "mn", Hash: "abc"}, 4); err != nil {
+		t.Fatal(err)
+	}
+	var got grovev1.PodCliqueSet
+	if err := c.Get(ctx, client.ObjectKeyFromObject(pcs), &got); err != nil {
+		t.Fatal(err)
+	}
+	for pl, want := range map[placement]int32{{Clique: "decode"}: 2, {Clique: "prefill"}: 3, {Group: "mn"}: 4} {
+		if n := templateReplicas(&got, pl); n != want {
+			t.Errorf("%+v template: %d, want %d", pl, n, want)
+		}
+	}
+	if n := got.Spec.Template.Cliques[2].Spec.Replicas; n != 3 {
+		t.Errorf("mn worker clique: %d pods per gang, want 3 (untouched)", n)
+	}
+}
