@@ -80,7 +80,7 @@ func (m *model) poolViolations(vec func(*pool) []int64) []Violation {
 		}
 		for a, s := range idx {
 			for _, t := range idx[a+1:] {
-				if !ratioOK(v[s], m.svcs[s].r, v[t], m.svcs[t].r) {
+				if !ratioOK(v[s], m.svcs[s].r, v[t], m.svcs[t].r, 0) {
 					out = append(out, Violation{Invariant: InvariantRatio, Revision: p.rev, Detail: fmt.Sprintf(
 						"revision %d holds %s=%d/%d and %s=%d/%d", p.rev, m.svcs[s].name, v[s], m.svcs[s].r,
 						m.svcs[t].name, v[t], m.svcs[t].r)})

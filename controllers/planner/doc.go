@@ -53,6 +53,21 @@
 // ratio holds by construction, with no fraction grid to get stuck on, and each pool
 // moves as far as its budgets allow in one plan.
 //
+// Lockstep: the step is planned first with the open window
+// |n_s/R_s - n_t/R_t| < max(1/R_s, 1/R_t) (strict 1 in lattice.go), provided every
+// pool is inside it. That window still holds a chain from 0 to R_s moving each
+// service by at most one replica per step (n_s = ⌈k·R_s/R_max⌉), so with maxSurge >= 1
+// everywhere the roles of a pool move together, as DisaggregatedSet's common step
+// index moves them: prefill 4 / decode 2 go (1,1) (2,1) (3,2) (4,2), never 1/2 apart.
+// If that step moves nothing but would once the update pool's pending replicas are
+// ready, the plan waits for them (one role's gangs ready before the other's do not
+// let it run ahead). Only when the open window cannot move even with every update
+// replica ready (tight budgets, e.g. a maxSurge 0 service coupled to a
+// maxUnavailable 0 one) does the step below run with the full window, and the
+// fallbacks after it. Every lockstep move is a move of the full window toward the
+// goals, so Progress below holds unchanged. TestLockstepHolds checks 3,000 random
+// rollouts with per-service readiness delays: no pool ever leaves the open window.
+//
 // Order: intermediates shrink newest first, the base only once they are empty
 // (ROLLOUT.md: intermediate revisions first, old capacity last), the update pool last
 // (it is above its goal only after R_s fell or the partition rose); the update pool

@@ -55,22 +55,67 @@ func TestGoldenDisaggregatedDefaults(t *testing.T) {
 
 func TestGoldenSurgeOnly(t *testing.T) {
 	// P=8/D=4, maxSurge 1, maxUnavailable 0: B_s = surplus ready only, limit R+1.
-	// Window max(1/8,1/4)=1/4: |p/8 - d/4| <= 1/4 ⇔ |p - 2d| <= 2.
+	// Full window max(1/8,1/4)=1/4: |p - 2d| <= 2. Lockstep keeps each pool in the
+	// open window, |p/8 - d/4| < 1/4 ⇔ |p - 2d| <= 1, which still lets both roles move
+	// one replica per step: the same 10 plans as with the full window.
 	checkGolden(t, planner.Input{
 		Spec: planner.Spec{Services: pd(8, 4, num(1), num(0))}, UpdateRevision: 2,
 		Workloads: steady(1, "prefill", 8, "decode", 4),
 	}, []string{
 		"1[decode=4 prefill=8] 2[decode=1 prefill=1]", // B=(0,0); room (1,1): new (1,1)
-		"1[decode=3 prefill=7] 2[decode=2 prefill=2]", // B=(1,1): old (7,3); room (1,1): new (2,2), |2-4|=2 ok
-		"1[decode=2 prefill=6] 2[decode=2 prefill=3]", // old (6,2); new (3,3) breaks |3-6|=3 → (3,2)
-		"1[decode=2 prefill=5] 2[decode=3 prefill=4]", // B=(1,0): old (5,2); room (1,1): new (4,3)
-		"1[decode=1 prefill=4] 2[decode=3 prefill=5]", // old (4,1); new (5,4) breaks → (5,3)
-		"1[decode=1 prefill=3] 2[decode=4 prefill=6]",
-		"1[decode=1 prefill=2] 2[decode=4 prefill=7]", // old (2,0) would orphan → (2,1)
-		"1[decode=1 prefill=1] 2[decode=4 prefill=8]",
+		"1[decode=3 prefill=7] 2[decode=1 prefill=2]", // B=(1,1): old (7,3); room (1,1): new (2,2) has |2-4|=2 → (2,1)
+		"1[decode=3 prefill=6] 2[decode=2 prefill=3]", // B=(1,0): old (6,3); room (1,1): new (3,2)
+		"1[decode=2 prefill=5] 2[decode=2 prefill=4]", // B=(1,1): old (5,2); new (4,3) has |4-6|=2 → (4,2)
+		"1[decode=2 prefill=4] 2[decode=3 prefill=5]",
+		"1[decode=1 prefill=3] 2[decode=3 prefill=6]",
+		"1[decode=1 prefill=2] 2[decode=4 prefill=7]",
+		"1[decode=1 prefill=1] 2[decode=4 prefill=8]", // old (1,0) would orphan → (1,1)
 		"1[decode=0 prefill=0] 2[decode=4 prefill=8]", // B=(1,1): the last replicas go together
 		"1[decode=0 prefill=0] 2[decode=4 prefill=8] Completed",
 	})
+}
+
+// TestGoldenLockstepWaitsForEveryRole is P2's shape (prefill 4 gangs, decode 2,
+// maxSurge 1, maxUnavailable 0) with decode ready one step before prefill. The full
+// window would shrink the old decode as soon as the new one is ready, leaving the old
+// pool at (4,1), |4/4 - 1/2| = 1/2; lockstep waits for the new prefill too and then
+// moves both roles: no pool ever leaves |p/4 - d/2| <= 1/4.
+func TestGoldenLockstepWaitsForEveryRole(t *testing.T) {
+	in := planner.Input{Spec: planner.Spec{Services: pd(4, 2, num(1), num(0))}, UpdateRevision: 2,
+		Workloads: steady(1, "prefill", 4, "decode", 2)}
+	// prefill gangs become ready one step after decode gangs
+	got := renderAll(planner.Simulate(in, lagReady(2, map[string]int{"prefill": 1}), 100))
+	want := []string{
+		"1[decode=2 prefill=4] 2[decode=1 prefill=1]",
+		"1[decode=2 prefill=4] 2[decode=1 prefill=1] Waiting", // decode ready, prefill not: wait
+		"1[decode=1 prefill=3] 2[decode=1 prefill=2]",
+		"1[decode=1 prefill=3] 2[decode=1 prefill=2] Waiting",
+		"1[decode=1 prefill=2] 2[decode=2 prefill=3]",
+		"1[decode=1 prefill=2] 2[decode=2 prefill=3] Waiting",
+		"1[decode=1 prefill=1] 2[decode=2 prefill=4]",
+		"1[decode=1 prefill=1] 2[decode=2 prefill=4] Waiting",
+		"1[decode=0 prefill=0] 2[decode=2 prefill=4]",
+		"1[decode=0 prefill=0] 2[decode=2 prefill=4] Completed",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("steps:\n got  %q\n want %q", got, want)
+	}
+}
+
+// TestGoldenLockstepFallsBack: decode maxSurge 0 with prefill maxUnavailable 0 leaves
+// no move inside the open window even with every replica ready (decode must leave
+// the old pool first, which puts it at (4,1)). The full window takes over,
+// so budgets never deadlock a rollout that ROLLOUT.md's rule allows.
+func TestGoldenLockstepFallsBack(t *testing.T) {
+	services := []planner.ServiceSpec{svc("prefill", 4, num(1), num(0)), svc("decode", 2, num(0), num(1))}
+	plans := planner.Simulate(planner.Input{Spec: planner.Spec{Services: services}, UpdateRevision: 2,
+		Workloads: steady(1, "prefill", 4, "decode", 2)}, nil, 100)
+	if got := render(plans[0]); got != "1[decode=1 prefill=4] 2[decode=1 prefill=1]" {
+		t.Fatalf("first step: %s", got)
+	}
+	if last := plans[len(plans)-1]; last.Phase != planner.PhaseCompleted {
+		t.Fatalf("did not complete: %q", renderAll(plans))
+	}
 }
 
 func TestGoldenPartitionHoldThenRelease(t *testing.T) {
@@ -134,7 +179,8 @@ func TestGoldenRetarget(t *testing.T) {
 		"1[decode=0 prefill=0] 2[decode=0 prefill=0] 3[decode=2 prefill=4] Completed",
 	})
 	// P=8/D=4 maxSurge 1 maxUnavailable 0: A=(6,3), B=(3,2). B needs surplus ready
-	// replicas to shrink, so C grows first; A stays untouched until B is gone.
+	// replicas to shrink, so C grows first; A stays untouched until B is gone. From
+	// there each pool stays in the open window (|p - 2d| <= 1), as in TestGoldenSurgeOnly.
 	checkGolden(t, planner.Input{
 		Spec: planner.Spec{Services: pd(8, 4, num(1), num(0))}, UpdateRevision: 3,
 		Workloads: append(steady(1, "prefill", 6, "decode", 3), steady(2, "prefill", 3, "decode", 1)...),
@@ -142,9 +188,9 @@ func TestGoldenRetarget(t *testing.T) {
 		"1[decode=3 prefill=6] 2[decode=1 prefill=2] 3[decode=1 prefill=1]", // B=(9-8, 4-4)=(1,0): B (3,1)→(2,1); room (1,1)
 		"1[decode=3 prefill=6] 2[decode=1 prefill=1] 3[decode=1 prefill=2]",
 		"1[decode=3 prefill=6] 2[decode=0 prefill=0] 3[decode=2 prefill=3]", // B empties
-		"1[decode=2 prefill=5] 2[decode=0 prefill=0] 3[decode=3 prefill=4]", // now A shrinks
-		"1[decode=1 prefill=4] 2[decode=0 prefill=0] 3[decode=3 prefill=5]",
-		"1[decode=1 prefill=3] 2[decode=0 prefill=0] 3[decode=4 prefill=6]",
+		"1[decode=2 prefill=5] 2[decode=0 prefill=0] 3[decode=2 prefill=4]", // now A shrinks
+		"1[decode=2 prefill=4] 2[decode=0 prefill=0] 3[decode=3 prefill=5]",
+		"1[decode=1 prefill=3] 2[decode=0 prefill=0] 3[decode=3 prefill=6]",
 		"1[decode=1 prefill=2] 2[decode=0 prefill=0] 3[decode=4 prefill=7]",
 		"1[decode=1 prefill=1] 2[decode=0 prefill=0] 3[decode=4 prefill=8]",
 		"1[decode=0 prefill=0] 2[decode=0 prefill=0] 3[decode=4 prefill=8]",

@@ -44,6 +44,7 @@ type model struct {
 	upd     *pool
 	r       []int64 // R_s per service: the ratio denominators
 	base    *pool   // oldest old pool holding replicas: keeps the partition, drains last
+	strict  int64   // 1 while planning a lockstep step (the open ratio window), else 0
 	blocked string  // why no step is planned (PhaseBlocked), "" otherwise
 }
 

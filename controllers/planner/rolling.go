@@ -2,6 +2,11 @@ package planner
 
 // planRolling fills the targets of one RollingUpdate step (see the package doc):
 //
+//  0. lockstep: while every pool is inside the open ratio window, step 1 planned
+//     within that window; when it moves nothing now but would once the update
+//     pool's pending replicas are ready, nothing (wait for them, as DisaggregatedSet
+//     waits for every role before the next step). Only when the window cannot move
+//     even then do steps 1 to 3 run with the full window;
 //  1. step: every pool above its goal shrinks within the availability budget
 //     (intermediate revisions newest first, the base only once they are empty, the
 //     update pool last), then every pool below its goal grows within the surge room
@@ -15,11 +20,40 @@ package planner
 // Retired services then follow their pools.
 func (m *model) planRolling() {
 	m.setGoals(true)
-	m.stepOrEarly()
-	if !m.changed() && m.settled() && m.intermediatesHold() {
-		m.absorb(m.base, m.surgeRoom())
+	if !m.lockstep() {
+		m.stepOrEarly()
+		if !m.changed() && m.settled() && m.intermediatesHold() {
+			m.absorb(m.base, m.surgeRoom())
+		}
 	}
 	m.drainRetired()
+}
+
+// lockstep is step 0 of planRolling: it reports whether it planned the step (a move,
+// or a wait for the update pool). The open window keeps each pool's roles within
+// less than one replica of the smaller service apart (prefill 4 / decode 2: 1/4
+// instead of 1/2), so old and new revisions each serve a graph in the configured
+// ratio all the way. Every lockstep move is also a step of the full window toward
+// the goals, so the progress argument (package doc) is unchanged; a wait lasts only
+// until the update pool's replicas are ready, after which the step moves.
+func (m *model) lockstep() bool {
+	for _, p := range m.pools {
+		if !validPool(m.activeMembers(p), m.r, p.spec, 1) {
+			return false
+		}
+	}
+	m.strict = 1
+	defer func() { m.strict = 0 }()
+	if m.step(false); m.changed() {
+		return true
+	}
+	ready := append([]int64(nil), m.upd.ready...)
+	copy(m.upd.ready, m.upd.spec)
+	m.step(false)
+	wait := m.changed()
+	copy(m.upd.ready, ready)
+	m.reset()
+	return wait
 }
 
 // stepOrEarly is steps 1 and 2 of planRolling.
@@ -193,7 +227,7 @@ func (m *model) shrink(p *pool, budget []int64) {
 			lo[i] = max(p.goal[i], minWithin(p.spec[i], p.ready[i], budget[i], m.svcs[i].uf))
 		}
 	}
-	v := raise(idx, m.r, lo, p.target)
+	v := raise(idx, m.r, lo, p.target, m.strict)
 	for _, i := range idx {
 		budget[i] -= readyLoss(p.spec[i], p.ready[i], v[i], m.svcs[i].uf)
 		p.target[i] = v[i]
@@ -256,7 +290,7 @@ func (m *model) grow(p *pool, room []int64) {
 			hi[i] = min(p.goal[i], p.target[i]+room[i])
 		}
 	}
-	v := lower(idx, m.r, p.target, hi)
+	v := lower(idx, m.r, p.target, hi, m.strict)
 	for _, i := range idx {
 		room[i] -= v[i] - p.target[i]
 		p.target[i] = v[i]
@@ -277,7 +311,7 @@ func (m *model) absorb(p *pool, room []int64) {
 	for _, i := range idx {
 		hi[i] = p.target[i] + room[i]
 	}
-	v := lower(idx, m.r, p.target, hi)
+	v := lower(idx, m.r, p.target, hi, m.strict)
 	for _, i := range idx {
 		room[i] -= v[i] - p.target[i]
 		p.target[i] = v[i]
