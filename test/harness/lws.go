@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,8 +33,9 @@ func (e *Env) LeaderWorkerSets(ctx context.Context, ns, dgd string) ([]lwsv1.Lea
 
 // PlayLeaderWorkerSets acts as the LWS controller for a DGD's LeaderWorkerSets, in
 // whole groups: replicas = spec, readyReplicas = min(spec, previous ready + grow)
-// (grow < 0: all). A group counts as ready only whole, as LWS reports it.
-func (e *Env) PlayLeaderWorkerSets(ctx context.Context, ns, dgd string, grow int32) (bool, error) {
+// (grow < 0: all). A group counts as ready only whole, as LWS reports it. With
+// services, only those services' LeaderWorkerSets are played.
+func (e *Env) PlayLeaderWorkerSets(ctx context.Context, ns, dgd string, grow int32, services ...string) (bool, error) {
 	ls, err := e.LeaderWorkerSets(ctx, ns, dgd)
 	if err != nil {
 		return false, err
@@ -41,6 +43,9 @@ func (e *Env) PlayLeaderWorkerSets(ctx context.Context, ns, dgd string, grow int
 	changed := false
 	for i := range ls {
 		l := &ls[i]
+		if len(services) > 0 && !slices.Contains(services, l.Labels[v1alpha1.LabelService]) {
+			continue
+		}
 		spec := ptr.Deref(l.Spec.Replicas, 1)
 		ready := spec
 		if grow >= 0 {

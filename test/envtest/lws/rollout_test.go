@@ -1,6 +1,7 @@
 package lws_test
 
 import (
+	"maps"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -66,6 +67,42 @@ var _ = Describe("multinode disaggregated rollout", func() {
 			Expect(l.Generation).To(BeNumerically(">=", 1))
 			Expect(l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].Image).To(Equal("vllm:v2"))
 		}
+	})
+
+	It("moves both roles in lockstep when decode gangs become ready before prefill gangs (maxSurge 1, maxUnavailable 0)", func() {
+		ns := newNamespace()
+		deploy(multinodeDisagg(ns, "lockstep").Rollout("1", "0").Obj())
+		update(ns, "lockstep", harness.Image("vllm:v2"))
+		// |p/4 - d/2| <= 1/4 in every revision; ROLLOUT.md's rule allows 1/2, which the
+		// planner would reach by draining an old decode gang as soon as a new one is ready.
+		inWindow := func(s harness.Snapshot) {
+			for _, h := range s.Hashes() {
+				p := s.Pool(h)
+				Expect(max(4*p["decode"]-2*p["prefill"], 2*p["prefill"]-4*p["decode"])).To(BeNumerically("<=", 2),
+					"revision %s holds prefill %d/4, decode %d/2", h, p["prefill"], p["decode"])
+			}
+		}
+		waits := 0
+		for i := 0; ; i++ {
+			Expect(i).To(BeNumerically("<", 20), "not completed")
+			s, err := env.WaitSettled(ctx, ns, "lockstep")
+			Expect(err).NotTo(HaveOccurred())
+			inWindow(s)
+			if s.Completed() {
+				break
+			}
+			_, err = env.PlayLeaderWorkerSets(ctx, ns, "lockstep", -1, "decode")
+			Expect(err).NotTo(HaveOccurred())
+			mid, err := env.WaitSettled(ctx, ns, "lockstep")
+			Expect(err).NotTo(HaveOccurred())
+			inWindow(mid)
+			if maps.Equal(mid.Replicas(), s.Replicas()) {
+				waits++ // the operator saw the new decode gangs ready and moved nothing
+			}
+			_, err = env.PlayLeaderWorkerSets(ctx, ns, "lockstep", -1, "prefill")
+			Expect(err).NotTo(HaveOccurred())
+		}
+		Expect(waits).To(BeNumerically(">=", 3), "decode ready alone must leave the rollout waiting for prefill")
 	})
 
 	It("counts a gang only when LWS reports the whole group ready", func() {
