@@ -14,7 +14,7 @@ import (
 )
 
 var _ = Describe("LeaderWorkerSet backend on the local control plane (real LWS and StatefulSet controllers)", func() {
-	It("rolls multinode prefill 4x2 / decode 2x4 to a new image, gangs whole, ratio held", func() {
+	It("rolls multinode prefill 4x2 / decode 2x4 to a new image, gangs whole, roles in lockstep", func() {
 		obj := harness.NewDGD(newNamespace(), "gangs").Disagg(4, 2, "vllm:v1").
 			Multinode("prefill", 2).Multinode("decode", 4).Obj()
 		s := start(gpus(obj))
@@ -27,6 +27,7 @@ var _ = Describe("LeaderWorkerSet backend on the local control plane (real LWS a
 			st.MinReady, st.PeakPods, st.MaxSkew, st.PassStates)
 		Expect(st.MinReady["prefill"]).To(BeNumerically(">=", 3))
 		Expect(st.MinReady["decode"]).To(BeNumerically(">=", 2), "maxUnavailable 25% of 2 gangs rounds down to 0")
+		Expect(st.MaxSkew).To(BeNumerically("<=", 0.25), "lockstep: |p/4 - d/2| stays below the rule's 1/2 at every pass")
 	})
 })
 
