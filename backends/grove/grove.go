@@ -161,10 +161,11 @@ func keepImmutable(have, want *grovev1.PodCliqueSetTemplateSpec) *grovev1.PodCli
 // Observe implements backends.Backend: one workload per service of every PodCliqueSet,
 // read from its PodClique (readyReplicas) or PodCliqueScalingGroup (availableReplicas:
 // gangs). An object Grove has not created yet counts with the template's replicas and
-// nothing ready.
+// nothing ready. PodCliqueSets are found by controller reference, so one stripped of
+// its labels (and annotations) is still the DGD's: its labels are restored.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list grovev1.PodCliqueSetList
-	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}); err != nil {
+	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
 		return nil, fmt.Errorf("listing PodCliqueSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	var out []backends.Workload
@@ -172,6 +173,9 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 		pcs := &list.Items[i]
 		if !metav1.IsControlledBy(pcs, dgd) || !pcs.DeletionTimestamp.IsZero() {
 			continue
+		}
+		if err := backends.RestoreLabels(ctx, b.Client, pcs, pcsLabels(dgd, workerHash(pcs))); err != nil {
+			return nil, err
 		}
 		for service, pl := range placements(pcs) {
 			w, err := b.observeOne(ctx, pcs, service, pl)
@@ -185,7 +189,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 }
 
 func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, service string, pl placement) (backends.Workload, error) {
-	w := backends.Workload{Key: backends.Key{Service: service, Hash: pcs.Labels[v1alpha1.LabelWorkerHash]}, Name: objectName(pcs.Name, pl)}
+	w := backends.Workload{Key: backends.Key{Service: service, Hash: workerHash(pcs)}, Name: objectName(pcs.Name, pl)}
 	key := client.ObjectKey{Namespace: pcs.Namespace, Name: w.Name}
 	if pl.Group != "" {
 		w.Kind, w.Replicas = "PodCliqueScalingGroup", templateReplicas(pcs, pl)

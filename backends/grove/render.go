@@ -92,12 +92,9 @@ func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) (*grovev1.P
 		})
 	}
 	raw, _ := json.Marshal(places)
-	labels := backends.SelectorLabels(dgd, "", pool.Hash)
-	delete(labels, v1alpha1.LabelService)
-	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	pcs := &grovev1.PodCliqueSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name: backends.GroupName(dgd.Name, pool.Hash), Namespace: dgd.Namespace, Labels: labels,
+			Name: backends.GroupName(dgd.Name, pool.Hash), Namespace: dgd.Namespace, Labels: pcsLabels(dgd, pool.Hash),
 			Annotations: map[string]string{AnnotationCliques: string(raw)},
 		},
 		Spec: grovev1.PodCliqueSetSpec{
@@ -124,11 +121,56 @@ func clique(name string, pod corev1.PodTemplateSpec, replicas, minAvailable int3
 	}
 }
 
-// placements decodes a PodCliqueSet's service placements.
+// pcsLabels are the labels of a PodCliqueSet: the graph, the worker hash (none on the
+// stable one) and managed-by.
+func pcsLabels(dgd *v1alpha1.DynamoGraphDeployment, hash string) map[string]string {
+	labels := backends.SelectorLabels(dgd, "", hash)
+	delete(labels, v1alpha1.LabelService)
+	labels[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+	return labels
+}
+
+// placements maps each service of a PodCliqueSet to its clique or scaling group. It
+// reads the template, which the API server keeps as written (every clique's labels
+// name its service; a clique listed by a scaling group belongs to it), so a
+// PodCliqueSet stripped of its labels and annotations is still understood; the
+// AnnotationCliques annotation is the fallback.
 func placements(pcs *grovev1.PodCliqueSet) map[string]placement {
 	out := map[string]placement{}
-	_ = json.Unmarshal([]byte(pcs.Annotations[AnnotationCliques]), &out)
+	group := map[string]string{}
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		for _, c := range g.CliqueNames {
+			group[c] = g.Name
+		}
+	}
+	for _, c := range pcs.Spec.Template.Cliques {
+		svc := c.Labels[v1alpha1.LabelService]
+		switch g, ok := group[c.Name]; {
+		case svc == "":
+		case ok:
+			out[svc] = placement{Group: g}
+		default:
+			out[svc] = placement{Clique: c.Name}
+		}
+	}
+	if len(out) == 0 {
+		_ = json.Unmarshal([]byte(pcs.Annotations[AnnotationCliques]), &out)
+	}
 	return out
+}
+
+// workerHash is the worker revision of a PodCliqueSet ("" for the stable one): its
+// label, else its cliques' (pod template) label.
+func workerHash(pcs *grovev1.PodCliqueSet) string {
+	if h := pcs.Labels[v1alpha1.LabelWorkerHash]; h != "" {
+		return h
+	}
+	for _, c := range pcs.Spec.Template.Cliques {
+		if h := c.Labels[v1alpha1.LabelWorkerHash]; h != "" {
+			return h
+		}
+	}
+	return ""
 }
 
 // composition lists a PodCliqueSet's cliques and scaling groups: Grove rejects changing

@@ -2,6 +2,7 @@ package grove_test
 
 import (
 	"slices"
+	"time"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -198,3 +199,35 @@ func ptrs(items []appsv1.ControllerRevision) []*appsv1.ControllerRevision {
 	}
 	return out
 }
+
+var _ = Describe("manual interference on Grove", func() {
+	It("finds a worker PodCliqueSet stripped of its labels and annotations by its owner, restores the labels and rolls on", func() {
+		ns := newNamespace()
+		s := deploy(onGrove(harness.NewDGD(ns, "strip").Disagg(4, 2, "vllm:v1").Multinode("decode", 2)).Obj())
+		old := s.Hashes()[0]
+		victim := pcsNamed(s, "strip-"+old)
+		Expect(victim).NotTo(BeNil())
+		Eventually(func() error {
+			var p grovev1.PodCliqueSet
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(victim), &p); err != nil {
+				return err
+			}
+			p.Labels, p.Annotations = nil, nil
+			return env.Client.Update(ctx, &p)
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var p grovev1.PodCliqueSet
+			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(victim), &p)).To(Succeed())
+			g.Expect(p.UID).To(Equal(victim.UID), "neither deleted nor replaced")
+			g.Expect(p.Labels).To(HaveKeyWithValue(v1alpha1.LabelGraph, "strip"))
+			g.Expect(p.Labels).To(HaveKeyWithValue(v1alpha1.LabelWorkerHash, old))
+		}, 10*time.Second).Should(Succeed())
+		By("its services are still known without the placement annotation: the rollout drains it")
+		update(ns, "strip", harness.Image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "strip", -1, 20, completed)
+		Expect(err).NotTo(HaveOccurred())
+		last := steps[len(steps)-1]
+		Expect(pcsNamed(last, "strip-"+old)).To(BeNil())
+		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+	})
+})
