@@ -133,11 +133,19 @@ type Resources struct {
 	Limits *ResourceItem `json:"limits,omitempty"`
 }
 
-// ResourceItem lists quantities by Dynamo's names.
+// ResourceItem lists quantities by Dynamo's names. cpu and memory are checked at
+// admission (CEL isQuantity), so a bad one is rejected naming its field instead of
+// failing every workload render later. Custom values are not: a rule over a map of
+// unbounded size exceeds the CRD's CEL cost budget; a bad one is reported as
+// InvalidSpec at reconcile.
+// +kubebuilder:validation:XValidation:rule="!has(self.cpu) || isQuantity(self.cpu)",message="must be a quantity, e.g. 500m or 2",fieldPath=".cpu",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.memory) || isQuantity(self.memory)",message="must be a quantity, e.g. 512Mi or 8Gi",fieldPath=".memory",reason=FieldValueInvalid
 type ResourceItem struct {
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	CPU string `json:"cpu,omitempty"`
 	// +optional
+	// +kubebuilder:validation:MaxLength=64
 	Memory string `json:"memory,omitempty"`
 	// GPU is a count of nvidia.com/gpu.
 	// +optional
