@@ -24,11 +24,12 @@ const minKills = 20
 
 // TestCrashSafety runs the operator binary with leader election off and SIGKILLs it at
 // random points (chaos: after spec changes, workload events, operator writes, uptime)
-// while three DGDs roll: P=4/D=2 and P=8/D=4 image changes with maxSurge 1 and
+// while four DGDs roll: P=4/D=2 and P=8/D=4 image changes with maxSurge 1 and
 // maxUnavailable 0, a retarget mid-rollout, a partition held at 50%, lowered to 25% and
-// removed, a TP change, "rollout undo" to revision 1 and an undo mid-rollout, and a
-// Recreate rollout. Every rollout must converge with the invariant watcher silent, no
-// Deployment, ReplicaSet or pod outside a recorded revision at any poll, exactly one
+// removed, a TP change, "rollout undo" to revision 1 and an undo mid-rollout, a
+// Recreate rollout, and multinode gangs on real LeaderWorkerSets (two image changes, an
+// undo mid-rollout). Every rollout must converge with the invariant watcher silent, no
+// workload, ReplicaSet, StatefulSet or pod outside a recorded revision at any poll, exactly one
 // ControllerRevision per worker template, and only the update revision's workloads
 // left after each rollout. Then three restarts with nothing to do must write nothing.
 func TestCrashSafety(t *testing.T) {
@@ -143,6 +144,22 @@ func TestCrashSafety(t *testing.T) {
 	})
 	r.converge("v2 (Recreate)")
 
+	// D: multinode gangs on real LeaderWorkerSets and StatefulSets (prefill 4 gangs x 2
+	// pods, decode 2 gangs x 4 pods): two image changes and an undo mid-rollout.
+	g := newScenario(t, e, harness.NewDGD("crash-d", "gangs").Disagg(4, 2, "vllm:v1").
+		Multinode("prefill", 2).Multinode("decode", 4).Rollout("1", "0").Obj(), h)
+	g.update("image v1→v2 (gangs)", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
+	g.converge("v2 (gangs)")
+	g.update("image v2→v3 (gangs)", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v3") })
+	w = g.until("v3 under way (gangs)", rolloutTimeout, func(w *world) bool {
+		return e2e.UpdateHash(w.d) == g.want && e2e.Pool(w.d, w.d.Status.UpdateRevisionNumber)["prefill"] >= 1
+	})
+	if n := e2e.Pool(w.d, w.d.Status.UpdateRevisionNumber)["prefill"]; n >= 4 {
+		t.Fatalf("v3 already rolled out: no undo mid-rollout")
+	}
+	g.undo("undo v3 mid-rollout (gangs)", w.d.Status.UpdateRevisionNumber-1)
+	g.converge("v2 again (gangs)")
+
 	// Too few kills (a calm seed): more image changes until the minimum is met.
 	for i := 1; c.killCount() < minKills && i <= 8; i++ {
 		img := fmt.Sprintf("vllm:extra%d", i)
@@ -151,8 +168,8 @@ func TestCrashSafety(t *testing.T) {
 	}
 
 	c.stop()
-	steadyRestarts(t, e, logPath, a, b, r)
-	for _, s := range []*scenario{a, b, r} {
+	steadyRestarts(t, e, logPath, a, b, r, g)
+	for _, s := range []*scenario{a, b, r, g} {
 		if v := s.w.Violations(); len(v) > 0 {
 			t.Errorf("%s/%s: invariant violations: %s", s.ns, s.name, strings.Join(v, "; "))
 		}
@@ -210,7 +227,8 @@ func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario
 }
 
 // versions maps every DGD (resourceVersion: status writes count), worker or stable
-// Deployment (generation: spec writes) and ControllerRevision (resourceVersion).
+// Deployment and LeaderWorkerSet (generation: spec writes) and ControllerRevision
+// (resourceVersion).
 func versions(t *testing.T, scenarios []*scenario) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -222,6 +240,9 @@ func versions(t *testing.T, scenarios []*scenario) map[string]string {
 		out["DGD "+s.ns+"/"+s.name] = "rv " + w.d.ResourceVersion
 		for _, d := range w.deps {
 			out["Deployment "+s.ns+"/"+d.Name] = fmt.Sprintf("generation %d", d.Generation)
+		}
+		for _, l := range w.lwss {
+			out["LeaderWorkerSet "+s.ns+"/"+l.Name] = fmt.Sprintf("generation %d", l.Generation)
 		}
 		for _, r := range w.revs {
 			out["ControllerRevision "+s.ns+"/"+r.Name] = "rv " + r.ResourceVersion

@@ -3,14 +3,12 @@
 package crash
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/lws"
 )
 
 // podReadyDelay is KWOK's Running→Ready delay: long enough that rollouts take several
@@ -30,6 +29,7 @@ const podReadyDelay = 700 * time.Millisecond
 // env is the state both tests share: one control plane and one operator binary.
 type env struct {
 	cl  *cluster.Cluster
+	lws *lws.Runner // the LeaderWorkerSet controllers and webhooks, in this process
 	k8s client.Client
 	// dir holds the operator binary, its per-name symlinks and the operator logs.
 	dir string
@@ -50,6 +50,9 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	code := m.Run()
 	if shared != nil {
+		if shared.lws != nil {
+			_ = shared.lws.Stop()
+		}
 		if shared.cl != nil {
 			_ = shared.cl.Stop()
 		}
@@ -76,9 +79,10 @@ func getEnv(t *testing.T) *env {
 	return shared
 }
 
-// setup builds cmd/manager while the control plane starts, then installs the CRDs: ours
-// and LeaderWorkerSet's (the invariant watcher watches LeaderWorkerSets; no LWS
-// controller runs, none is created).
+// setup builds cmd/manager while the control plane starts, then installs the CRDs (ours
+// and LeaderWorkerSet's) and runs the LWS controllers and webhooks in this process, so
+// that the operator, killed and restarted, drives multinode gangs on real
+// LeaderWorkerSets and StatefulSets.
 func setup() (*env, error) {
 	dir, err := os.MkdirTemp("", "dgd-crash-")
 	if err != nil {
@@ -96,7 +100,7 @@ func setup() (*env, error) {
 		return e, fmt.Errorf("starting the local control plane: %w", err)
 	}
 	e.cl = cl
-	lwsCRDs, err := lwsCRDDir(ctx)
+	lwsCRDs, err := lws.CRDDir()
 	if err != nil {
 		<-built
 		return e, err
@@ -104,6 +108,10 @@ func setup() (*env, error) {
 	if err := cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases"), lwsCRDs); err != nil {
 		<-built
 		return e, fmt.Errorf("installing CRDs: %w", err)
+	}
+	if e.lws, err = lws.Start(ctx, lws.Options{Config: cl.Config}); err != nil {
+		<-built
+		return e, fmt.Errorf("starting the LWS controllers: %w", err)
 	}
 	if e.k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()}); err != nil {
 		<-built
@@ -124,21 +132,4 @@ func goBuild(ctx context.Context, out string) error {
 		return fmt.Errorf("go build ./cmd/manager: %w\n%s", err, b)
 	}
 	return nil
-}
-
-// lwsCRDDir is the CRD directory of the sigs.k8s.io/lws module this repo requires.
-func lwsCRDDir(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/lws")
-	cmd.Dir = cluster.RepoRoot()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("locating module sigs.k8s.io/lws: %w: %s", err, stderr.String())
-	}
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd", "bases")
-	if _, err := os.Stat(dir); err != nil {
-		return "", fmt.Errorf("LWS CRDs: %w (run go mod download)", err)
-	}
-	return dir, nil
 }

@@ -5,6 +5,7 @@ package crash
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -85,7 +87,7 @@ func newScenario(t *testing.T, e *env, obj *v1alpha1.DynamoGraphDeployment, h ho
 		t.Logf("%s/%s watcher: %d events, %d pass states, peak pods %v, min ready %v, max skew %.3f",
 			s.ns, s.name, st.Events, st.PassStates, st.PeakPods, st.MinReady, st.MaxSkew)
 		if o := s.oneSided; o.samples > 0 {
-			t.Logf("%s/%s: %d of %d polls saw a one-sided pool on the live Deployments (longest stretch %s: %s)",
+			t.Logf("%s/%s: %d of %d polls saw a one-sided pool on the live workloads (longest stretch %s: %s)",
 				s.ns, s.name, o.samples, o.polls, o.longest.Round(time.Millisecond), o.example)
 		}
 	})
@@ -172,13 +174,18 @@ func (s *scenario) undo(what string, number int64) {
 	}
 }
 
-// world is one read of everything a DGD owns, Deployments first and revisions last
+// world is one read of everything a DGD owns, workloads first and revisions last
 // (a revision is created before its workloads, so a read in this order never sees a
-// workload whose revision is not yet written).
+// workload whose revision is not yet written). Single-node workers are Deployments
+// (with ReplicaSets), multinode workers LeaderWorkerSets (with StatefulSets: one for
+// the leaders, owned by the LeaderWorkerSet, and one per group for the workers, owned
+// by the group's leader pod).
 type world struct {
 	d    *v1alpha1.DynamoGraphDeployment
 	deps []appsv1.Deployment
+	lwss []lwsv1.LeaderWorkerSet
 	rss  []appsv1.ReplicaSet
+	stss []appsv1.StatefulSet
 	pods []corev1.Pod
 	revs []appsv1.ControllerRevision
 }
@@ -189,7 +196,9 @@ func (s *scenario) read() (*world, error) {
 		w    world
 		err  error
 		deps appsv1.DeploymentList
+		lwss lwsv1.LeaderWorkerSetList
 		rss  appsv1.ReplicaSetList
+		stss appsv1.StatefulSetList
 		pods corev1.PodList
 		revs appsv1.ControllerRevisionList
 	)
@@ -199,7 +208,13 @@ func (s *scenario) read() (*world, error) {
 	if err := s.e.k8s.List(ctx, &deps, in); err != nil {
 		return nil, err
 	}
+	if err := s.e.k8s.List(ctx, &lwss, in); err != nil {
+		return nil, err
+	}
 	if err := s.e.k8s.List(ctx, &rss, in); err != nil {
+		return nil, err
+	}
+	if err := s.e.k8s.List(ctx, &stss, in); err != nil {
 		return nil, err
 	}
 	if err := s.e.k8s.List(ctx, &pods, in); err != nil {
@@ -208,13 +223,21 @@ func (s *scenario) read() (*world, error) {
 	if err := s.e.k8s.List(ctx, &revs, in); err != nil {
 		return nil, err
 	}
-	w.deps, w.rss, w.pods, w.revs = deps.Items, rss.Items, pods.Items, revs.Items
+	w.deps, w.lwss, w.rss, w.stss, w.pods = deps.Items, lwss.Items, rss.Items, stss.Items, pods.Items
+	for _, r := range revs.Items {
+		// LeaderWorkerSets and StatefulSets keep their own template history in
+		// ControllerRevisions they control (a StatefulSet's carry its pod labels, ours).
+		if ref := metav1.GetControllerOf(&r); ref == nil || ref.Kind == "DynamoGraphDeployment" {
+			w.revs = append(w.revs, r)
+		}
+	}
 	return &w, nil
 }
 
 // ownershipProblems checks what must hold at every instant, mid-rollout and across
-// operator crashes: every Deployment, ReplicaSet and pod in the namespace belongs to
-// the DGD and (for workers) to a revision the DGD has recorded; every
+// operator crashes: every Deployment, LeaderWorkerSet, ReplicaSet, StatefulSet and pod
+// in the namespace belongs to the DGD and (for workers) to a revision the DGD has
+// recorded; every
 // ControllerRevision is controlled by the DGD, records one of the templates this
 // scenario wrote, and no two record the same template or carry the same hash or number.
 func (s *scenario) ownershipProblems(w *world) []string {
@@ -262,7 +285,7 @@ func (s *scenario) ownershipProblems(w *world) []string {
 			return
 		}
 		ref := metav1.GetControllerOf(o)
-		if ref == nil || ref.Kind != ownerKind || (ownerUID != "" && ref.UID != ownerUID) {
+		if ref == nil || !slices.Contains(strings.Split(ownerKind, "|"), ref.Kind) || (ownerUID != "" && ref.UID != ownerUID) {
 			out = append(out, fmt.Sprintf("%s %s has controller %v, want a %s", kind, o.GetName(), ref, ownerKind))
 		}
 		if h := o.GetLabels()[v1alpha1.LabelWorkerHash]; h != "" && revHash[h] == "" {
@@ -272,57 +295,97 @@ func (s *scenario) ownershipProblems(w *world) []string {
 	for i := range w.deps {
 		belongs("Deployment", &w.deps[i], "DynamoGraphDeployment", s.uid)
 	}
+	for i := range w.lwss {
+		belongs("LeaderWorkerSet", &w.lwss[i], "DynamoGraphDeployment", s.uid)
+	}
 	for i := range w.rss {
 		belongs("ReplicaSet", &w.rss[i], "Deployment", "")
 	}
+	for i := range w.stss {
+		// LWS labels its StatefulSets with its own labels, not the pod template's.
+		if ref := metav1.GetControllerOf(&w.stss[i]); ref == nil || (ref.Kind != "LeaderWorkerSet" && ref.Kind != "Pod") {
+			out = append(out, fmt.Sprintf("StatefulSet %s has controller %v, want a LeaderWorkerSet or a leader Pod", w.stss[i].Name, ref))
+		}
+	}
 	for i := range w.pods {
-		belongs("Pod", &w.pods[i], "ReplicaSet", "")
+		belongs("Pod", &w.pods[i], "ReplicaSet|StatefulSet", "")
 	}
 	return out
 }
 
 // settledProblems checks a completed rollout once garbage collection is done: only the
-// update revision's worker Deployments and the stable ones exist, at their desired
-// replicas; every ReplicaSet and pod hangs off them; exactly one ControllerRevision per
-// template ever written, the update revision newest, and current = update.
+// update revision's worker workloads (Deployments, or LeaderWorkerSets for multinode
+// services) and the stable ones exist, at their desired replicas; every ReplicaSet,
+// StatefulSet and pod hangs off them; exactly one ControllerRevision per template
+// ever written, the update revision newest, and current = update.
 func (s *scenario) settledProblems(w *world) []string {
 	d := w.d
 	var out []string
-	want := map[string]int32{} // Deployment name -> desired replicas
+	want := map[string]int32{} // "Kind name" -> desired replicas
 	for _, name := range d.ServiceNames() {
 		svc := d.Spec.Services[name]
-		hash := ""
+		hash, kind := "", "Deployment"
 		if svc.IsWorker() {
 			hash = s.want
 		}
-		want[backends.WorkloadName(d.Name, name, hash)] = svc.DesiredReplicas()
+		if svc.IsMultinode() {
+			kind = "LeaderWorkerSet"
+		}
+		want[kind+" "+backends.WorkloadName(d.Name, name, hash)] = svc.DesiredReplicas()
 	}
-	depUID := map[types.UID]string{}
-	for _, dep := range w.deps {
-		r, ok := want[dep.Name]
+	owner := map[types.UID]string{} // every live object a ReplicaSet, StatefulSet or pod may hang off
+	check := func(kind string, o metav1.Object, replicas int32) {
+		key := kind + " " + o.GetName()
+		r, ok := want[key]
 		switch {
 		case !ok:
-			out = append(out, fmt.Sprintf("Deployment %s is left after the rollout", dep.Name))
-		case ptr.Deref(dep.Spec.Replicas, 1) != r:
-			out = append(out, fmt.Sprintf("Deployment %s has %d replicas, want %d", dep.Name, ptr.Deref(dep.Spec.Replicas, 1), r))
+			out = append(out, key+" is left after the rollout")
+		case replicas != r:
+			out = append(out, fmt.Sprintf("%s has %d replicas, want %d", key, replicas, r))
 		}
-		delete(want, dep.Name)
-		depUID[dep.UID] = dep.Name
+		delete(want, key)
+		owner[o.GetUID()] = key
+	}
+	for i := range w.deps {
+		check("Deployment", &w.deps[i], ptr.Deref(w.deps[i].Spec.Replicas, 1))
+	}
+	for i := range w.lwss {
+		check("LeaderWorkerSet", &w.lwss[i], ptr.Deref(w.lwss[i].Spec.Replicas, 1))
 	}
 	for name := range want {
-		out = append(out, fmt.Sprintf("Deployment %s is missing", name))
+		out = append(out, name+" is missing")
 	}
-	rsUID := map[types.UID]string{}
-	for _, rs := range w.rss {
-		if ref := metav1.GetControllerOf(&rs); ref == nil || depUID[ref.UID] == "" {
-			out = append(out, fmt.Sprintf("ReplicaSet %s is orphaned (controller %v)", rs.Name, ref))
-			continue
+	hangs := func(kind string, o metav1.Object) {
+		if ref := metav1.GetControllerOf(o); ref == nil || owner[ref.UID] == "" {
+			out = append(out, fmt.Sprintf("%s %s is orphaned (controller %v)", kind, o.GetName(), ref))
+			return
 		}
-		rsUID[rs.UID] = rs.Name
+		owner[o.GetUID()] = kind + " " + o.GetName()
+	}
+	for i := range w.rss {
+		hangs("ReplicaSet", &w.rss[i])
+	}
+	// Leader pods own their group's worker StatefulSet: leader StatefulSets, then
+	// leader pods, then worker StatefulSets, then the rest of the pods.
+	leader := func(p *corev1.Pod) bool { return p.Labels[lwsv1.WorkerIndexLabelKey] == "0" }
+	for i := range w.stss {
+		if ref := metav1.GetControllerOf(&w.stss[i]); ref != nil && ref.Kind == "LeaderWorkerSet" {
+			hangs("StatefulSet", &w.stss[i])
+		}
+	}
+	for i := range w.pods {
+		if leader(&w.pods[i]) {
+			hangs("pod", &w.pods[i])
+		}
+	}
+	for i := range w.stss {
+		if ref := metav1.GetControllerOf(&w.stss[i]); ref == nil || ref.Kind != "LeaderWorkerSet" {
+			hangs("StatefulSet", &w.stss[i])
+		}
 	}
 	for _, p := range w.pods {
-		if ref := metav1.GetControllerOf(&p); ref == nil || rsUID[ref.UID] == "" {
-			out = append(out, fmt.Sprintf("pod %s is orphaned (controller %v)", p.Name, ref))
+		if !leader(&p) {
+			hangs("pod", &p)
 		}
 		if !p.DeletionTimestamp.IsZero() {
 			out = append(out, fmt.Sprintf("pod %s is still terminating", p.Name))
@@ -393,7 +456,7 @@ func (s *scenario) until(what string, timeout time.Duration, cond func(*world) b
 	}
 }
 
-// sampleOneSided records whether some worker revision's Deployments hold replicas of
+// sampleOneSided records whether some worker revision's workloads hold replicas of
 // one worker service and none of another (ROLLOUT.md's orphan prevention, checked by
 // the watcher at pass boundaries only; here on the live objects).
 func (s *scenario) sampleOneSided(w *world) {
@@ -414,20 +477,26 @@ func (s *scenario) sampleOneSided(w *world) {
 	}
 }
 
-// oneSided describes a worker revision whose live Deployments hold replicas of some
+// oneSided describes a worker revision whose live workloads (Deployments, LeaderWorkerSets) hold replicas of some
 // worker services and none of another, or returns "".
 func oneSided(w *world) string {
 	workers := w.d.WorkerServiceNames()
 	spec := map[string]map[string]int32{} // hash -> service -> replicas
-	for _, d := range w.deps {
-		h := d.Labels[v1alpha1.LabelWorkerHash]
-		if h == "" || !d.DeletionTimestamp.IsZero() {
-			continue
+	add := func(o metav1.Object, replicas *int32) {
+		h := o.GetLabels()[v1alpha1.LabelWorkerHash]
+		if h == "" || !o.GetDeletionTimestamp().IsZero() {
+			return
 		}
 		if spec[h] == nil {
 			spec[h] = map[string]int32{}
 		}
-		spec[h][d.Labels[v1alpha1.LabelService]] += ptr.Deref(d.Spec.Replicas, 1)
+		spec[h][o.GetLabels()[v1alpha1.LabelService]] += ptr.Deref(replicas, 1)
+	}
+	for i := range w.deps {
+		add(&w.deps[i], w.deps[i].Spec.Replicas)
+	}
+	for i := range w.lwss {
+		add(&w.lwss[i], w.lwss[i].Spec.Replicas)
 	}
 	found := ""
 	for h, bySvc := range spec {
@@ -525,6 +594,12 @@ func (s *scenario) context(w *world) string {
 		}
 		sort.Strings(names)
 		fmt.Fprintf(&b, "  deployments: %s\n", strings.Join(names, " "))
+		names = names[:0]
+		for _, l := range w.lwss {
+			names = append(names, fmt.Sprintf("%s=%d/%d", l.Name, l.Status.ReadyReplicas, ptr.Deref(l.Spec.Replicas, 1)))
+		}
+		sort.Strings(names)
+		fmt.Fprintf(&b, "  leaderworkersets: %s\n", strings.Join(names, " "))
 		var revs []string
 		for _, r := range w.revs {
 			revs = append(revs, fmt.Sprintf("%s#%d", r.Name, r.Revision))
