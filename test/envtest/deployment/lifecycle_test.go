@@ -175,3 +175,22 @@ func controllerRevisions(ns string) []appsv1.ControllerRevision {
 	Expect(env.Client.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
 	return revs.Items
 }
+
+var _ = Describe("deletion", func() {
+	It("leaves every workload and revision controlled by the DGD, so the garbage collector removes them", func() {
+		ns := newNamespace()
+		s := deploy(harness.NewDGD(ns, "gone").Disagg(2, 1, "vllm:v1").Obj())
+		objs := []client.Object{}
+		for i := range s.All {
+			objs = append(objs, &s.All[i])
+		}
+		for _, r := range controllerRevisions(ns) {
+			objs = append(objs, r.DeepCopy())
+		}
+		Expect(objs).To(HaveLen(4))
+		for _, o := range objs {
+			Expect(metav1IsControlledBy(o, &s.DGD)).To(BeTrue(), o.GetName())
+		}
+		Expect(env.Client.Delete(ctx, &s.DGD)).To(Succeed())
+	})
+})

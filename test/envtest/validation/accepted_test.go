@@ -84,6 +84,26 @@ var _ = Describe("inputs admission accepts although they are wrong (reported, no
 	)
 })
 
+var _ = Describe("valid input", func() {
+	It("accepts the samples, in Dynamo's own shape, unchanged under strict field validation", func() {
+		for _, f := range []string{"disagg.yaml", "disagg-tp2.yaml", "agg.yaml", "disagg-multinode.yaml", "disagg-grove.yaml"} {
+			raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", f))
+			Expect(err).NotTo(HaveOccurred())
+			u := parse(raw)
+			u.SetNamespace(newNamespace())
+			Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed(), f)
+		}
+	})
+
+	It("accepts free-text componentType and subComponentType, as Dynamo does", func() {
+		u := parse([]byte(valid))
+		u.SetNamespace(newNamespace())
+		set(u, map[string]any{"componentType": "epp", "subComponentType": "router",
+			"extraPodSpec": map[string]any{"mainContainer": map[string]any{"image": "epp:v1"}}}, "spec", "services", "epp")
+		Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+	})
+})
+
 var _ = Describe("immutability", func() {
 	It("the CRD declares one transition rule (oldSelf): spec.backend is immutable", func() {
 		raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "crd", "bases", "nvidia.com_dynamographdeployments.yaml"))
