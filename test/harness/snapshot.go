@@ -61,6 +61,11 @@ func (s Snapshot) Completed() bool {
 	return true
 }
 
+// CompletedAt returns a Drive predicate: Completed on revision number n.
+func CompletedAt(n int64) func(Snapshot) bool {
+	return func(s Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == n }
+}
+
 // PhaseIs returns a Drive predicate for a rollout phase (and reason, when not empty).
 func PhaseIs(phase v1alpha1.RolloutPhase, reason string) func(Snapshot) bool {
 	return func(s Snapshot) bool {

@@ -116,7 +116,7 @@ var _ = Describe("rollback and history", func() {
 		obj := harness.NewDGD(ns, "undo").Disagg(4, 2, "vllm:v1").Obj()
 		v1 := deploy(obj).Hashes()[0]
 		update(ns, "undo", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-		_, err := env.Drive(ctx, ns, "undo", -1, 20, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 2 })
+		_, err := env.Drive(ctx, ns, "undo", -1, 20, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 
 		By("restoring revision 1's worker templates into the spec, as kubectl dgd rollout undo does")
@@ -132,7 +132,7 @@ var _ = Describe("rollback and history", func() {
 			Expect(err).NotTo(HaveOccurred())
 			d.Spec = *spec
 		})
-		steps, err := env.Drive(ctx, ns, "undo", -1, 20, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 3 })
+		steps, err := env.Drive(ctx, ns, "undo", -1, 20, harness.CompletedAt(3))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{v1}))
 		revs := controllerRevisions(ns)

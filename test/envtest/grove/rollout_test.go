@@ -15,17 +15,10 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
+// completed is Completed with the drained revisions' PodCliqueSets gone: the stable
+// one and the update revision's are left.
 func completed(s harness.Snapshot) bool {
-	ru := s.DGD.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
-		return false
-	}
-	for _, w := range s.Workloads {
-		if w.Hash != s.UpdateHash() {
-			return false
-		}
-	}
-	return len(s.PCS) == len(s.Hashes())+1 // the stable PodCliqueSet and the update revision's
+	return s.Completed() && len(s.PCS) == len(s.Hashes())+1
 }
 
 func onGrove(d *harness.DGD) *harness.DGD { return d.Backend(v1alpha1.BackendGrove) }

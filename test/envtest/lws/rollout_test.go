@@ -219,7 +219,7 @@ var _ = Describe("partition, pause, Recreate, retarget and rollback on LeaderWor
 			Expect(err).NotTo(HaveOccurred())
 			d.Spec = *spec
 		})
-		steps, err = env.Drive(ctx, ns, "abc", -1, 30, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 4 })
+		steps, err = env.Drive(ctx, ns, "abc", -1, 30, harness.CompletedAt(4))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{a}))
 	})

@@ -52,14 +52,14 @@ var _ = Describe("rollout pause, resume, partition and promote", func() {
 		t := &transcript{ns: ns}
 		t.must("rollout", "partition", "canary", "1")
 		change(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-		steps, err := env.Drive(ctx, ns, "canary", -1, 20, phaseIs(v1alpha1.RolloutPaused, "Partitioned"))
+		steps, err := env.Drive(ctx, ns, "canary", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, "Partitioned"))
 		Expect(err).NotTo(HaveOccurred())
 		held := steps[len(steps)-1].DGD.Status.Services
 		Expect([]int32{held["prefill"].UpdatedReplicas, held["decode"].UpdatedReplicas}).To(Equal([]int32{3, 1}),
 			"partition 1 of R_max 4 keeps 1 prefill and 1 decode on the old revision")
 		t.must("rollout", "status", "canary")
 		t.must("rollout", "promote", "canary")
-		_, err = env.Drive(ctx, ns, "canary", -1, 20, completedAt(2))
+		_, err = env.Drive(ctx, ns, "canary", -1, 20, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 		t.must("rollout", "status", "canary")
 		expectGolden("canary", t.String())

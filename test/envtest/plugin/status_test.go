@@ -45,7 +45,7 @@ var _ = Describe("rollout status", func() {
 		By("the watch follows every step env.Drive plays and ends with the rollout")
 		done := statusInBackground(ns, "rollout", "status", "watch")
 		Consistently(done, "300ms").ShouldNot(Receive(), "status must wait while the rollout is under way")
-		_, err = env.Drive(ctx, ns, "watch", 1, 40, completedAt(2))
+		_, err = env.Drive(ctx, ns, "watch", 1, 40, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 		var res statusRun
 		Eventually(done, "10s").Should(Receive(&res))
@@ -87,7 +87,7 @@ var _ = Describe("rollout status", func() {
 		ns := newNamespace()
 		deploy(harness.NewDGD(ns, "canary").Disagg(4, 2, "vllm:v1").Partition("50%").Obj())
 		change(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-		_, err := env.Drive(ctx, ns, "canary", -1, 20, phaseIs(v1alpha1.RolloutPaused, "Partitioned"))
+		_, err := env.Drive(ctx, ns, "canary", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, "Partitioned"))
 		Expect(err).NotTo(HaveOccurred())
 		t := &transcript{ns: ns}
 		t.must("rollout", "status", "canary")
@@ -99,7 +99,7 @@ var _ = Describe("rollout status", func() {
 		Expect(err).NotTo(HaveOccurred())
 		t.must("rollout", "status", "canary", "--watch=false")
 		t.must("rollout", "resume", "canary")
-		_, err = env.Drive(ctx, ns, "canary", -1, 20, completedAt(2))
+		_, err = env.Drive(ctx, ns, "canary", -1, 20, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 		t.must("rollout", "status", "canary")
 		expectGolden("status-partition", t.String())

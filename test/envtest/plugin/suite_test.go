@@ -131,34 +131,6 @@ func expectGolden(name, got string) {
 	Expect(got).To(Equal(string(want)), "golden %s", path)
 }
 
-// completed is true once every worker runs the update revision and the phase says so.
-func completed(s harness.Snapshot) bool {
-	ru := s.DGD.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
-		return false
-	}
-	update := strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
-	for _, w := range s.Workloads {
-		if w.Hash != update {
-			return false
-		}
-	}
-	return true
-}
-
-// completedAt is completed at revision number n.
-func completedAt(n int64) func(harness.Snapshot) bool {
-	return func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == n }
-}
-
-// phaseIs is true in rollout phase phase with reason reason.
-func phaseIs(phase v1alpha1.RolloutPhase, reason string) func(harness.Snapshot) bool {
-	return func(s harness.Snapshot) bool {
-		ru := s.DGD.Status.RollingUpdate
-		return ru != nil && ru.Phase == phase && ru.Reason == reason
-	}
-}
-
 // withCause sets the kubernetes.io/change-cause annotation, as kubectl --record did.
 func withCause(d *v1alpha1.DynamoGraphDeployment, cause string) *v1alpha1.DynamoGraphDeployment {
 	if d.Annotations == nil {
@@ -172,7 +144,7 @@ func withCause(d *v1alpha1.DynamoGraphDeployment, cause string) *v1alpha1.Dynamo
 func deploy(obj *v1alpha1.DynamoGraphDeployment) {
 	GinkgoHelper()
 	Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	_, err := env.Drive(ctx, obj.Namespace, obj.Name, -1, 10, completedAt(1))
+	_, err := env.Drive(ctx, obj.Namespace, obj.Name, -1, 10, harness.CompletedAt(1))
 	Expect(err).NotTo(HaveOccurred())
 }
 
@@ -194,7 +166,7 @@ func rollImage(ns, name, image string, n int64) {
 		harness.SetImage(d, image)
 		withCause(d, "set image "+image)
 	})
-	_, err := env.Drive(ctx, ns, name, -1, 20, completedAt(n))
+	_, err := env.Drive(ctx, ns, name, -1, 20, harness.CompletedAt(n))
 	Expect(err).NotTo(HaveOccurred())
 }
 

@@ -48,7 +48,7 @@ var _ = Describe("rollout undo", func() {
 		By("undo restores revision 1's templates; the operator rolls to them as revision 3")
 		t.must("rollout", "undo", "undo")
 		Expect(workerImages(ns, "undo")).To(Equal(map[string]string{"prefill": "vllm:v1", "decode": "vllm:v1"}))
-		_, err := env.Drive(ctx, ns, "undo", -1, 20, completedAt(3))
+		_, err := env.Drive(ctx, ns, "undo", -1, 20, harness.CompletedAt(3))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(getDGD(ns, "undo").Status.UpdateRevision).To(Equal(v1Hash), "the old revision is reused, not duplicated")
 		Expect(revisionNumbers(ns)).To(HaveLen(2))
@@ -60,7 +60,7 @@ var _ = Describe("rollout undo", func() {
 
 		By("undo --to-revision goes back to v2, renumbered 4")
 		t.must("rollout", "undo", "undo", "--to-revision=2")
-		_, err = env.Drive(ctx, ns, "undo", -1, 20, completedAt(4))
+		_, err = env.Drive(ctx, ns, "undo", -1, 20, harness.CompletedAt(4))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(workerImages(ns, "undo")).To(Equal(v2))
 		t.must("rollout", "history", "undo")

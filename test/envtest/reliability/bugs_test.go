@@ -59,7 +59,7 @@ var _ = Describe("BUG: status written by a pass whose write failed", func() {
 		update(ns, "flap", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
 		// maxUnavailable 0 and every replica made ready at once: every service is at or
 		// above its desired ready count in every state.
-		_, err := drive(ns, "flap", -1, maxSteps, completedAt(2))
+		_, err := drive(ns, "flap", -1, maxSteps, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(faulty.Pending()).To(BeZero(), "the fault fired")
 		for _, v := range log.stop() {
@@ -85,7 +85,7 @@ var _ = Describe("BUG: observedGeneration advanced by a pass that never saw the 
 		log := recordDGD(ns, "obs")
 		faulty.Inject(1, faults.InternalError, faults.On(faults.OpCreate, "ControllerRevision", "", ns))
 		update(ns, "obs", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-		_, err := drive(ns, "obs", -1, maxSteps, completedAt(2))
+		_, err := drive(ns, "obs", -1, maxSteps, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(faulty.Pending()).To(BeZero(), "the fault fired")
 		for _, v := range log.stop() {
@@ -130,7 +130,7 @@ var _ = Describe("BUG: a scale by hand racing the operator's own write wedges th
 		prev := harness.SettleTimeout
 		harness.SettleTimeout = 20 * time.Second
 		DeferCleanup(func() { harness.SettleTimeout = prev })
-		_, err := drive(ns, "race", -1, maxSteps, completedAt(2))
+		_, err := drive(ns, "race", -1, maxSteps, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 	})
 })
@@ -162,7 +162,7 @@ var _ = Describe("BUG: a worker Deployment stripped of the operator's labels is 
 			deterministic()
 			ns := newNamespace()
 			s := deploy(harness.NewDGD(ns, "adopt").Disagg(4, 2, "vllm:v1").Obj())
-			victim := workerDeployment(s, "prefill", hashes(s)[0])
+			victim := workerDeployment(s, "prefill", s.Hashes()[0])
 			Eventually(func() error {
 				d := getDeployment(ns, victim.Name)
 				if onlyHash {

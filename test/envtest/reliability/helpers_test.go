@@ -21,52 +21,6 @@ import (
 	"github.com/dgd-rollout/operator/test/invariants"
 )
 
-// completed is true once every worker runs the update revision and the phase says so.
-func completed(s harness.Snapshot) bool {
-	ru := s.DGD.Status.RollingUpdate
-	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
-		return false
-	}
-	for _, w := range s.Workloads {
-		if w.Hash != updateHash(s) {
-			return false
-		}
-	}
-	return true
-}
-
-func completedAt(rev int64) func(harness.Snapshot) bool {
-	return func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == rev }
-}
-
-func phaseIs(phase v1alpha1.RolloutPhase, reason string) func(harness.Snapshot) bool {
-	return func(s harness.Snapshot) bool {
-		ru := s.DGD.Status.RollingUpdate
-		return ru != nil && ru.Phase == phase && (reason == "" || ru.Reason == reason)
-	}
-}
-
-func updateHash(s harness.Snapshot) string {
-	return strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
-}
-
-// hashes lists the distinct worker hashes of a snapshot.
-func hashes(s harness.Snapshot) []string {
-	var out []string
-	for _, w := range s.Workloads {
-		if !slices.Contains(out, w.Hash) {
-			out = append(out, w.Hash)
-		}
-	}
-	return out
-}
-
-// poolSize sums the replicas set on one revision's worker workloads.
-func poolSize(s harness.Snapshot, hash string) int32 { return s.PoolSize(hash) }
-
-// perService maps service -> replicas in one revision's pool.
-func perService(s harness.Snapshot, hash string) map[string]int32 { return s.Pool(hash) }
-
 // specHash is the worker hash of the DGD's spec: the update revision the operator
 // must report once it has observed the spec.
 func specHash(d *v1alpha1.DynamoGraphDeployment) string {
@@ -86,7 +40,7 @@ func drive(ns, name string, grow int32, maxSteps int, done func(harness.Snapshot
 func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
 	GinkgoHelper()
 	Expect(env.Client.Create(ctx, obj)).To(Succeed())
-	steps, err := drive(obj.Namespace, obj.Name, -1, 40, completed)
+	steps, err := drive(obj.Namespace, obj.Name, -1, 40, harness.Snapshot.Completed)
 	Expect(err).NotTo(HaveOccurred())
 	return steps[len(steps)-1]
 }

@@ -59,15 +59,15 @@ var _ = Describe("manual interference: scaling a worker Deployment by hand", fun
 			withFaults(func() {
 				ns := newNamespace()
 				s := deploy(harness.NewDGD(ns, "scale").Disagg(4, 2, "vllm:v1").Obj())
-				prefill := workerDeployment(s, "prefill", hashes(s)[0]).Name
+				prefill := workerDeployment(s, "prefill", s.Hashes()[0]).Name
 				sw := watchSurge(ns, "scale")
 				scaleByHand(ns, prefill, tc.to)
 				steps, err := drive(ns, "scale", -1, maxSteps, func(s harness.Snapshot) bool {
-					return completed(s) && s.DGD.Status.ReadyReplicas == 6 && s.Replicas()["prefill@"+hashes(s)[0]] == 4
+					return s.Completed() && s.DGD.Status.ReadyReplicas == 6 && s.Replicas()["prefill@"+s.Hashes()[0]] == 4
 				})
 				Expect(err).NotTo(HaveOccurred())
 				last := steps[len(steps)-1]
-				Expect(hashes(last)).To(Equal(hashes(s)), "a scale by hand must not start a rollout")
+				Expect(last.Hashes()).To(Equal(s.Hashes()), "a scale by hand must not start a rollout")
 				Expect(uids(last.All)).To(Equal(uids(s.All)), "nothing is recreated")
 				By("the operator went straight back to 4: never below the floor (3), never above R+surge (5) but for the human's value")
 				_, _ = sw.stop()
@@ -82,19 +82,19 @@ var _ = Describe("manual interference: scaling a worker Deployment by hand", fun
 			ns := newNamespace()
 			deploy(harness.NewDGD(ns, "mid").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj())
 			update(ns, "mid", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "mid", -1, maxSteps, func(s harness.Snapshot) bool { return perService(s, updateHash(s))["prefill"] >= 3 })
+			steps, err := drive(ns, "mid", -1, maxSteps, func(s harness.Snapshot) bool { return s.Pool(s.UpdateHash())["prefill"] >= 3 })
 			Expect(err).NotTo(HaveOccurred())
 			s := steps[len(steps)-1]
-			old := hashes(s)[0]
-			if old == updateHash(s) {
-				old = hashes(s)[1]
+			old := s.Hashes()[0]
+			if old == s.UpdateHash() {
+				old = s.Hashes()[1]
 			}
-			oldPrefill, newPrefill := workerDeployment(s, "prefill", old), workerDeployment(s, "prefill", updateHash(s))
+			oldPrefill, newPrefill := workerDeployment(s, "prefill", old), workerDeployment(s, "prefill", s.UpdateHash())
 			scaleByHand(ns, oldPrefill.Name, *oldPrefill.Spec.Replicas+2)
 			scaleByHand(ns, newPrefill.Name, *newPrefill.Spec.Replicas-1)
-			steps, err = drive(ns, "mid", -1, maxSteps, completedAt(2))
+			steps, err = drive(ns, "mid", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
-			Expect(hashes(steps[len(steps)-1])).To(Equal([]string{updateHash(s)}))
+			Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{s.UpdateHash()}))
 			Eventually(func() int { return len(deploymentsInNamespace(ns)) }).Should(Equal(3))
 		})
 	})
@@ -106,10 +106,10 @@ var _ = Describe("manual interference: deleting a worker Deployment of the updat
 			ns := newNamespace()
 			deploy(harness.NewDGD(ns, "del").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj())
 			update(ns, "del", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "del", -1, maxSteps, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 4 })
+			steps, err := drive(ns, "del", -1, maxSteps, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 4 })
 			Expect(err).NotTo(HaveOccurred())
 			s := steps[len(steps)-1]
-			victim := workerDeployment(s, "prefill", updateHash(s))
+			victim := workerDeployment(s, "prefill", s.UpdateHash())
 			Expect(env.Client.Delete(ctx, &victim)).To(Succeed())
 			By("it comes back as a new object")
 			Eventually(func() types.UID {
@@ -117,10 +117,10 @@ var _ = Describe("manual interference: deleting a worker Deployment of the updat
 				_ = env.Client.Get(ctx, client.ObjectKeyFromObject(&victim), &d)
 				return d.UID
 			}, 30*time.Second).ShouldNot(BeElementOf(types.UID(""), victim.UID))
-			steps, err = drive(ns, "del", -1, maxSteps, completedAt(2))
+			steps, err = drive(ns, "del", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			last := steps[len(steps)-1]
-			Expect(hashes(last)).To(Equal([]string{updateHash(s)}))
+			Expect(last.Hashes()).To(Equal([]string{s.UpdateHash()}))
 			Expect(last.DGD.Status.UpdateRevisionNumber).To(Equal(int64(2)), "no new revision")
 			Eventually(func() int { return len(deploymentsInNamespace(ns)) }).Should(Equal(3))
 			Expect(controllerRevisions(ns)).To(HaveLen(2))
@@ -131,13 +131,13 @@ var _ = Describe("manual interference: deleting a worker Deployment of the updat
 		withFaults(func() {
 			ns := newNamespace()
 			s := deploy(harness.NewDGD(ns, "del2").Disagg(4, 2, "vllm:v1").Obj())
-			victim := workerDeployment(s, "decode", hashes(s)[0])
+			victim := workerDeployment(s, "decode", s.Hashes()[0])
 			Expect(env.Client.Delete(ctx, &victim)).To(Succeed())
-			steps, err := drive(ns, "del2", -1, maxSteps, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.ReadyReplicas == 6 })
+			steps, err := drive(ns, "del2", -1, maxSteps, func(s harness.Snapshot) bool { return s.Completed() && s.DGD.Status.ReadyReplicas == 6 })
 			Expect(err).NotTo(HaveOccurred())
 			last := steps[len(steps)-1]
 			Expect(last.Replicas()).To(Equal(s.Replicas()))
-			Expect(workerDeployment(last, "decode", hashes(s)[0]).UID).NotTo(Equal(victim.UID))
+			Expect(workerDeployment(last, "decode", s.Hashes()[0]).UID).NotTo(Equal(victim.UID))
 			Expect(last.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)))
 		})
 	})
@@ -172,7 +172,7 @@ var _ = Describe("manual interference: deleting a ControllerRevision", func() {
 			ns := newNamespace()
 			deploy(harness.NewDGD(ns, "cr").Disagg(4, 2, "vllm:v1").Obj())
 			update(ns, "cr", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "cr", -1, maxSteps, completedAt(2))
+			steps, err := drive(ns, "cr", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			before := steps[len(steps)-1]
 			two := revisionOf(ns, 2)
@@ -198,24 +198,24 @@ var _ = Describe("manual interference: deleting a ControllerRevision", func() {
 			ns := newNamespace()
 			deploy(harness.NewDGD(ns, "cr2").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj())
 			update(ns, "cr2", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "cr2", -1, maxSteps, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 4 })
+			steps, err := drive(ns, "cr2", -1, maxSteps, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 4 })
 			Expect(err).NotTo(HaveOccurred())
 			mid := steps[len(steps)-1]
 			start := mid.DGD.Status.RollingUpdate.StartTime
 			two := revisionOf(ns, 2)
 			Expect(env.Client.Delete(ctx, two)).To(Succeed())
 			Expect(recreated(two).Revision).To(Equal(int64(2)))
-			steps, err = drive(ns, "cr2", -1, maxSteps, completedAt(2))
+			steps, err = drive(ns, "cr2", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			By("the new pool never shrank and the old one never grew: the rollout was not restarted")
-			old := hashes(mid)[0]
-			if old == updateHash(mid) {
-				old = hashes(mid)[1]
+			old := mid.Hashes()[0]
+			if old == mid.UpdateHash() {
+				old = mid.Hashes()[1]
 			}
 			prev := mid
 			for _, st := range steps {
-				Expect(poolSize(st, updateHash(mid))).To(BeNumerically(">=", poolSize(prev, updateHash(mid))), "%v", st.Replicas())
-				Expect(poolSize(st, old)).To(BeNumerically("<=", poolSize(prev, old)), "%v", st.Replicas())
+				Expect(st.PoolSize(mid.UpdateHash())).To(BeNumerically(">=", prev.PoolSize(mid.UpdateHash())), "%v", st.Replicas())
+				Expect(st.PoolSize(old)).To(BeNumerically("<=", prev.PoolSize(old)), "%v", st.Replicas())
 				prev = st
 			}
 			Expect(steps[len(steps)-1].DGD.Status.RollingUpdate.StartTime).To(Equal(start))
@@ -228,7 +228,7 @@ var _ = Describe("manual interference: deleting a ControllerRevision", func() {
 			ns := newNamespace()
 			deploy(harness.NewDGD(ns, "cr3").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj())
 			update(ns, "cr3", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "cr3", -1, maxSteps, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 3 })
+			steps, err := drive(ns, "cr3", -1, maxSteps, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 3 })
 			Expect(err).NotTo(HaveOccurred())
 			mid := steps[len(steps)-1]
 			one := revisionOf(ns, 1)
@@ -239,10 +239,10 @@ var _ = Describe("manual interference: deleting a ControllerRevision", func() {
 				g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cr3"}, &d)).To(Succeed())
 				g.Expect(d.Status.CurrentRevision).To(Equal(d.Status.UpdateRevision))
 			}, 30*time.Second).Should(Succeed())
-			steps, err = drive(ns, "cr3", -1, maxSteps, completedAt(2))
+			steps, err = drive(ns, "cr3", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			By("the old pool drained like any old pool (invariants checked at every step by drive)")
-			Expect(hashes(steps[len(steps)-1])).To(Equal([]string{updateHash(mid)}))
+			Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{mid.UpdateHash()}))
 			By("its template was only in the ControllerRevision: it cannot be recreated, and is not")
 			Expect(controllerRevisions(ns)).To(HaveLen(1))
 		})
@@ -273,7 +273,7 @@ var _ = Describe("manual interference: stripping the operator's labels from a wo
 			withFaults(func() {
 				ns := newNamespace()
 				s := deploy(harness.NewDGD(ns, "strip").Disagg(4, 2, "vllm:v1").Obj())
-				victim := workerDeployment(s, "prefill", hashes(s)[0])
+				victim := workerDeployment(s, "prefill", s.Hashes()[0])
 				strip(ns, victim.Name, onlyHash)
 				// No settled state to wait for: the status no longer matches what the harness
 				// lists by label. Give the operator time to act on the change.
@@ -283,7 +283,7 @@ var _ = Describe("manual interference: stripping the operator's labels from a wo
 						names = append(names, d.Name)
 					}
 					return names
-				}, 3*time.Second).Should(ConsistOf(victim.Name, "strip-frontend", workerDeployment(s, "decode", hashes(s)[0]).Name))
+				}, 3*time.Second).Should(ConsistOf(victim.Name, "strip-frontend", workerDeployment(s, "decode", s.Hashes()[0]).Name))
 				now := getDeployment(ns, victim.Name)
 				Expect(now.UID).To(Equal(victim.UID), "the stripped Deployment was deleted")
 				Expect(now.Spec.Replicas).To(Equal(victim.Spec.Replicas))

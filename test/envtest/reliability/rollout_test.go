@@ -38,22 +38,22 @@ var _ = Describe("image change under write faults", func() {
 			withFaults(func() {
 				ns := newNamespace()
 				obj := tc.build(ns)
-				old := hashes(deploy(obj))[0]
+				old := deploy(obj).Hashes()[0]
 				sw := watchSurge(ns, obj.Name)
 				update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-				steps, err := drive(ns, obj.Name, tc.grow, maxSteps, completedAt(2))
+				steps, err := drive(ns, obj.Name, tc.grow, maxSteps, harness.CompletedAt(2))
 				Expect(err).NotTo(HaveOccurred())
 				sw.expectNoSurge()
 				last := steps[len(steps)-1]
-				Expect(hashes(last)).To(HaveLen(1))
-				Expect(hashes(last)[0]).NotTo(Equal(old))
+				Expect(last.Hashes()).To(HaveLen(1))
+				Expect(last.Hashes()[0]).NotTo(Equal(old))
 				for _, w := range last.Workloads {
 					Expect(w.Spec).To(Equal(*last.DGD.Spec.Services[w.Service].Replicas))
 				}
-				Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(hashes(s)) == 2 })).To(BeTrue(),
+				Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })).To(BeTrue(),
 					"both pools must have existed side by side")
 				By("the drained revision's Deployments are deleted, and nothing else is left behind")
-				Eventually(func() []string { s, _ := env.Take(ctx, ns, obj.Name); return hashes(s) }).Should(HaveLen(1))
+				Eventually(func() []string { s, _ := env.Take(ctx, ns, obj.Name); return s.Hashes() }).Should(HaveLen(1))
 				Eventually(func() int { return len(deploymentsInNamespace(ns)) }).Should(Equal(3))
 				Expect(controllerRevisions(ns)).To(HaveLen(2))
 			})
@@ -67,14 +67,14 @@ var _ = Describe("partition under write faults", func() {
 			withFaults(func() {
 				ns := newNamespace()
 				obj := harness.NewDGD(ns, "canary").Disagg(4, 2, "vllm:v1").Partition(p).Obj()
-				old := hashes(deploy(obj))[0]
+				old := deploy(obj).Hashes()[0]
 				sw := watchSurge(ns, "canary")
 				update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-				steps, err := drive(ns, "canary", -1, maxSteps, phaseIs(v1alpha1.RolloutPaused, "Partitioned"))
+				steps, err := drive(ns, "canary", -1, maxSteps, harness.PhaseIs(v1alpha1.RolloutPaused, "Partitioned"))
 				Expect(err).NotTo(HaveOccurred())
 				held := steps[len(steps)-1]
-				Expect(perService(held, old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
-				Expect(perService(held, updateHash(held))).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+				Expect(held.Pool(old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
+				Expect(held.Pool(held.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 
 				By("the hold is stable: more readiness changes nothing")
 				_, err = env.PlayDeployments(ctx, ns, "canary", -1)
@@ -85,9 +85,9 @@ var _ = Describe("partition under write faults", func() {
 
 				By("promoting: partition 0 completes the rollout")
 				update(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = ptrIntStr("0") })
-				steps, err = drive(ns, "canary", -1, maxSteps, completed)
+				steps, err = drive(ns, "canary", -1, maxSteps, harness.Snapshot.Completed)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(hashes(steps[len(steps)-1])).To(Equal([]string{updateHash(held)}))
+				Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{held.UpdateHash()}))
 				sw.expectNoSurge()
 			})
 		})
@@ -101,11 +101,11 @@ var _ = Describe("pause under write faults", func() {
 			deploy(harness.NewDGD(ns, "pause").Disagg(8, 4, "vllm:v1").Rollout("1", "0").Obj())
 			sw := watchSurge(ns, "pause")
 			update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "pause", -1, maxSteps, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 3 })
+			steps, err := drive(ns, "pause", -1, maxSteps, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 3 })
 			Expect(err).NotTo(HaveOccurred())
 			before := steps[len(steps)-1]
 			update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = true })
-			held, err := drive(ns, "pause", -1, maxSteps, phaseIs(v1alpha1.RolloutPaused, "Paused"))
+			held, err := drive(ns, "pause", -1, maxSteps, harness.PhaseIs(v1alpha1.RolloutPaused, "Paused"))
 			Expect(err).NotTo(HaveOccurred())
 			frozen := held[len(held)-1]
 			Expect(frozen.Replicas()).To(Equal(before.Replicas()))
@@ -118,7 +118,7 @@ var _ = Describe("pause under write faults", func() {
 			Expect(again.DGD.Status.RollingUpdate.Phase).To(Equal(v1alpha1.RolloutPaused))
 			By("resume")
 			update(ns, "pause", func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Paused = false })
-			_, err = drive(ns, "pause", -1, maxSteps, completedAt(2))
+			_, err = drive(ns, "pause", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			sw.expectNoSurge()
 		})
@@ -129,12 +129,12 @@ var _ = Describe("Recreate under write faults", func() {
 	It("never runs both revisions at once", func() {
 		withFaults(func() {
 			ns := newNamespace()
-			old := hashes(deploy(harness.NewDGD(ns, "recreate").Disagg(4, 2, "vllm:v1").Strategy(v1alpha1.RecreateStrategy).Obj()))[0]
+			old := deploy(harness.NewDGD(ns, "recreate").Disagg(4, 2, "vllm:v1").Strategy(v1alpha1.RecreateStrategy).Obj()).Hashes()[0]
 			update(ns, "recreate", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			steps, err := drive(ns, "recreate", -1, maxSteps, completedAt(2))
+			steps, err := drive(ns, "recreate", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			for _, st := range steps {
-				Expect(poolSize(st, old) == 0 || poolSize(st, updateHash(st)) == 0).To(BeTrue(), "both revisions ran at once: %v", st.Replicas())
+				Expect(st.PoolSize(old) == 0 || st.PoolSize(st.UpdateHash()) == 0).To(BeTrue(), "both revisions ran at once: %v", st.Replicas())
 			}
 		})
 	})
@@ -144,22 +144,22 @@ var _ = Describe("retarget under write faults", func() {
 	It("drains the intermediate revision B before the original A when C arrives mid-rollout", func() {
 		withFaults(func() {
 			ns := newNamespace()
-			a := hashes(deploy(harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a").Rollout("1", "0").Obj()))[0]
+			a := deploy(harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a").Rollout("1", "0").Obj()).Hashes()[0]
 			sw := watchSurge(ns, "abc")
 			update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:b") })
-			steps, err := drive(ns, "abc", -1, maxSteps, func(s harness.Snapshot) bool { return poolSize(s, updateHash(s)) >= 3 })
+			steps, err := drive(ns, "abc", -1, maxSteps, func(s harness.Snapshot) bool { return s.PoolSize(s.UpdateHash()) >= 3 })
 			Expect(err).NotTo(HaveOccurred())
-			b := updateHash(steps[len(steps)-1])
+			b := steps[len(steps)-1].UpdateHash()
 			update(ns, "abc", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:c") })
-			steps, err = drive(ns, "abc", -1, maxSteps, completedAt(3))
+			steps, err = drive(ns, "abc", -1, maxSteps, harness.CompletedAt(3))
 			Expect(err).NotTo(HaveOccurred())
 			sw.expectNoSurge()
-			c := updateHash(steps[len(steps)-1])
+			c := steps[len(steps)-1].UpdateHash()
 			Expect(c).NotTo(BeElementOf(a, b))
 			for i := 1; i < len(steps); i++ {
-				Expect(poolSize(steps[i], b)).To(BeNumerically("<=", poolSize(steps[i-1], b)), "B grew at step %d", i)
-				if poolSize(steps[i], a) < poolSize(steps[i-1], a) {
-					Expect(poolSize(steps[i], b)).To(BeZero(), "A shrank at step %d while B still had replicas: %v", i, steps[i].Replicas())
+				Expect(steps[i].PoolSize(b)).To(BeNumerically("<=", steps[i-1].PoolSize(b)), "B grew at step %d", i)
+				if steps[i].PoolSize(a) < steps[i-1].PoolSize(a) {
+					Expect(steps[i].PoolSize(b)).To(BeZero(), "A shrank at step %d while B still had replicas: %v", i, steps[i].Replicas())
 				}
 			}
 			Eventually(func() int { return len(deploymentsInNamespace(ns)) }).Should(Equal(3))
@@ -171,9 +171,9 @@ var _ = Describe("rollback under write faults", func() {
 	It("rolls back to revision 1: renumbered 3, a normal rollout follows", func() {
 		withFaults(func() {
 			ns := newNamespace()
-			v1 := hashes(deploy(harness.NewDGD(ns, "undo").Disagg(4, 2, "vllm:v1").Obj()))[0]
+			v1 := deploy(harness.NewDGD(ns, "undo").Disagg(4, 2, "vllm:v1").Obj()).Hashes()[0]
 			update(ns, "undo", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
-			_, err := drive(ns, "undo", -1, maxSteps, completedAt(2))
+			_, err := drive(ns, "undo", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 
 			var one *appsv1.ControllerRevision
@@ -189,10 +189,10 @@ var _ = Describe("rollback under write faults", func() {
 				Expect(err).NotTo(HaveOccurred())
 				d.Spec = *spec
 			})
-			steps, err := drive(ns, "undo", -1, maxSteps, completedAt(3))
+			steps, err := drive(ns, "undo", -1, maxSteps, harness.CompletedAt(3))
 			Expect(err).NotTo(HaveOccurred())
 			sw.expectNoSurge()
-			Expect(hashes(steps[len(steps)-1])).To(Equal([]string{v1}))
+			Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{v1}))
 			Eventually(func() map[string]int64 {
 				out := map[string]int64{}
 				for _, r := range controllerRevisions(ns) {
