@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dgd-rollout/operator/test/cluster"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -255,7 +256,7 @@ func (w *GangWatcher) observe() world {
 				group = p.Name
 			}
 			k := [3]string{role, rev, group}
-			if p.DeletionTimestamp.IsZero() && podReady(p) {
+			if p.DeletionTimestamp.IsZero() && cluster.PodReady(p) {
 				gangs[k]++
 			} else {
 				ws.notReady[role]++
@@ -421,13 +422,4 @@ func (w *GangWatcher) skew(spec map[string]map[string]int32) float64 {
 		}
 	}
 	return out
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

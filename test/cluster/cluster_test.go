@@ -119,7 +119,7 @@ func watchUntilReady(t *testing.T, w watch.Interface, n int) map[string]*podTime
 			seen[pod.Name] = pt
 		}
 		pt.node = pod.Spec.NodeName
-		switch isReady := podReady(pod); {
+		switch isReady := cluster.PodReady(pod); {
 		case isReady && pt.ready.IsZero():
 			pt.ready = time.Now()
 			ready++
@@ -179,15 +179,6 @@ func gpuDeployment(replicas int32) *appsv1.Deployment {
 			},
 		},
 	}
-}
-
-func podReady(pod *corev1.Pod) bool {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func TestStopKillsEveryRecordedPID(t *testing.T) {

@@ -23,6 +23,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
 )
@@ -515,7 +516,7 @@ func oneSided(w *world) string {
 			ready := map[string]int{}
 			for i := range w.pods {
 				p := &w.pods[i]
-				if p.Labels[v1alpha1.LabelWorkerHash] == h && p.DeletionTimestamp.IsZero() && e2e.PodReady(p) {
+				if p.Labels[v1alpha1.LabelWorkerHash] == h && p.DeletionTimestamp.IsZero() && cluster.PodReady(p) {
 					ready[p.Labels[v1alpha1.LabelService]]++
 				}
 			}
@@ -560,7 +561,7 @@ func (s *scenario) holdPartition(what string, old map[string]int) {
 			if h == "" {
 				continue
 			}
-			if !p.DeletionTimestamp.IsZero() || !e2e.PodReady(p) {
+			if !p.DeletionTimestamp.IsZero() || !cluster.PodReady(p) {
 				return false
 			}
 			if h == s.want {

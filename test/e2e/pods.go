@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/invariants"
 )
 
@@ -41,7 +42,7 @@ func (w *Watcher) checkPods() {
 		if key, ok := p.Labels[lwsGroupKey]; ok {
 			gang = hash + "/" + key
 		}
-		if p.DeletionTimestamp.IsZero() && PodReady(p) {
+		if p.DeletionTimestamp.IsZero() && cluster.PodReady(p) {
 			gangs[svc][gang]++
 		}
 		w.checkIsolation(p, hash, hashOfNS)
@@ -96,14 +97,4 @@ func (w *Watcher) checkIsolation(p *corev1.Pod, hash string, hashOfNS map[string
 		w.fail(fmt.Sprintf("isolation: revisions %s and %s share Dynamo namespace %s", other, hash, ns))
 	}
 	hashOfNS[ns] = hash
-}
-
-// PodReady reports whether a pod's Ready condition is True.
-func PodReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

@@ -185,7 +185,7 @@ func readSample(name string) *v1alpha1.DynamoGraphDeployment {
 
 func allReady(pods []corev1.Pod) bool {
 	for i := range pods {
-		if !PodReady(&pods[i]) || !pods[i].DeletionTimestamp.IsZero() {
+		if !cluster.PodReady(&pods[i]) || !pods[i].DeletionTimestamp.IsZero() {
 			return false
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/cluster"
 )
 
 // Helpers shared by the end-to-end suites (test/e2e, test/crash) that judge a DGD from
@@ -35,7 +36,7 @@ func RolledOut(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 	for i := range pods {
 		p := &pods[i]
 		svc := d.Spec.Services[p.Labels[v1alpha1.LabelService]]
-		if svc == nil || !p.DeletionTimestamp.IsZero() || !PodReady(p) {
+		if svc == nil || !p.DeletionTimestamp.IsZero() || !cluster.PodReady(p) {
 			return false
 		}
 		if svc.IsWorker() && p.Labels[v1alpha1.LabelWorkerHash] != hash {

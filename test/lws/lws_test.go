@@ -362,17 +362,7 @@ func waitFor(ctx context.Context, t *testing.T, what string, check func() error)
 	}
 }
 
-func podReady(p *corev1.Pod) bool {
-	if p.Status.Phase != corev1.PodRunning {
-		return false
-	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
-}
+func podReady(p *corev1.Pod) bool { return p.Status.Phase == corev1.PodRunning && cluster.PodReady(p) }
 
 func podNames(pods []corev1.Pod) []string {
 	var out []string
