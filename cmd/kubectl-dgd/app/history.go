@@ -40,11 +40,7 @@ func newHistoryCommand(c *cli) *cobra.Command {
 
 // runHistory prints the history of name, or the worker templates of one revision.
 func runHistory(ctx context.Context, s *session, out io.Writer, name string, revision int64) error {
-	dgd, err := s.get(ctx, name)
-	if err != nil {
-		return err
-	}
-	revs, err := revisions.NewHistory(s.client, s.scheme).List(ctx, dgd)
+	_, revs, err := s.history(ctx, name)
 	if err != nil {
 		return err
 	}

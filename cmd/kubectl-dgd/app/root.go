@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/revisions"
 )
 
 // resource is the DGD resource as the API server names it in errors
@@ -132,6 +133,19 @@ func (s *session) get(ctx context.Context, name string) (*v1alpha1.DynamoGraphDe
 		return nil, err
 	}
 	return dgd, nil
+}
+
+// history reads the DGD name and its revisions, oldest first (those it controls only).
+func (s *session) history(ctx context.Context, name string) (*v1alpha1.DynamoGraphDeployment, []*appsv1.ControllerRevision, error) {
+	dgd, err := s.get(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	revs, err := revisions.NewHistory(s.client, s.scheme).List(ctx, dgd)
+	if err != nil {
+		return nil, nil, err
+	}
+	return dgd, revs, nil
 }
 
 // ref is how kubectl names an object in its messages: dynamographdeployment.nvidia.com/name.

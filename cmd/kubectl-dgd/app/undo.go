@@ -71,11 +71,7 @@ func newUndoCommand(c *cli) *cobra.Command {
 func runUndo(ctx context.Context, s *session, streams genericiooptions.IOStreams, name string, toRevision int64, dryRun string) error {
 	var result, warning string
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		dgd, err := s.get(ctx, name)
-		if err != nil {
-			return err
-		}
-		revs, err := revisions.NewHistory(s.client, s.scheme).List(ctx, dgd)
+		dgd, revs, err := s.history(ctx, name)
 		if err != nil {
 			return err
 		}
