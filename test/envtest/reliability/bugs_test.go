@@ -163,15 +163,7 @@ var _ = Describe("BUG: a worker Deployment stripped of the operator's labels is 
 			ns := newNamespace()
 			s := deploy(harness.NewDGD(ns, "adopt").Disagg(4, 2, "vllm:v1").Obj())
 			victim := workerDeployment(s, "prefill", s.Hashes()[0])
-			Eventually(func() error {
-				d := getDeployment(ns, victim.Name)
-				if onlyHash {
-					delete(d.Labels, v1alpha1.LabelWorkerHash)
-				} else {
-					d.Labels, d.Annotations = nil, nil
-				}
-				return env.Client.Update(ctx, d)
-			}).Should(Succeed())
+			stripLabels(ns, victim.Name, onlyHash)
 
 			By("the status keeps counting its 4 ready replicas, once")
 			Consistently(func(g Gomega) {

@@ -82,6 +82,21 @@ func getDeployment(ns, name string) *appsv1.Deployment {
 	return &d
 }
 
+// stripLabels removes a Deployment's labels (all of them, or only the worker hash; with
+// all, the annotations too), as a hand edit with kubectl replace would.
+func stripLabels(ns, name string, onlyHash bool) {
+	GinkgoHelper()
+	Eventually(func() error {
+		d := getDeployment(ns, name)
+		if onlyHash {
+			delete(d.Labels, v1alpha1.LabelWorkerHash)
+		} else {
+			d.Labels, d.Annotations = nil, nil
+		}
+		return env.Client.Update(ctx, d)
+	}).Should(Succeed())
+}
+
 // surgeWatch checks the surge rule on every Deployment event of one DGD, not only at
 // settled steps: decreases are written before increases, so no failed write may leave
 // more replicas set than R + maxSurge.

@@ -250,20 +250,6 @@ var _ = Describe("manual interference: deleting a ControllerRevision", func() {
 })
 
 var _ = Describe("manual interference: stripping the operator's labels from a worker Deployment", func() {
-	// strip removes the labels (all of the operator's, or only the worker hash) and the
-	// operator's annotations.
-	strip := func(ns, name string, onlyHash bool) {
-		GinkgoHelper()
-		Eventually(func() error {
-			d := getDeployment(ns, name)
-			if onlyHash {
-				delete(d.Labels, v1alpha1.LabelWorkerHash)
-			} else {
-				d.Labels, d.Annotations = nil, nil
-			}
-			return env.Client.Update(ctx, d)
-		}).Should(Succeed())
-	}
 	for _, onlyHash := range []bool{false, true} {
 		what := "every label and annotation"
 		if onlyHash {
@@ -274,7 +260,7 @@ var _ = Describe("manual interference: stripping the operator's labels from a wo
 				ns := newNamespace()
 				s := deploy(harness.NewDGD(ns, "strip").Disagg(4, 2, "vllm:v1").Obj())
 				victim := workerDeployment(s, "prefill", s.Hashes()[0])
-				strip(ns, victim.Name, onlyHash)
+				stripLabels(ns, victim.Name, onlyHash)
 				// No settled state to wait for: the status no longer matches what the harness
 				// lists by label. Give the operator time to act on the change.
 				Consistently(func() []string {
