@@ -183,29 +183,13 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 
 // Scale implements backends.Backend.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
-	var d appsv1.Deployment
-	name := backends.WorkloadName(dgd.Name, key.Service, key.Hash)
-	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: dgd.Namespace, Name: name}, &d); err != nil {
-		return fmt.Errorf("getting Deployment %s/%s: %w", dgd.Namespace, name, err)
-	}
-	if ptr.Deref(d.Spec.Replicas, 1) == replicas {
-		return nil
-	}
-	patch := client.MergeFrom(d.DeepCopy())
-	d.Spec.Replicas = ptr.To(replicas)
-	if err := b.Client.Patch(ctx, &d, patch); err != nil {
-		return fmt.Errorf("scaling Deployment %s/%s to %d: %w", dgd.Namespace, name, replicas, err)
-	}
-	return nil
+	name := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}
+	return backends.PatchReplicas(ctx, b.Client, &appsv1.Deployment{}, name, Kind,
+		func(d *appsv1.Deployment) **int32 { return &d.Spec.Replicas }, replicas)
 }
 
 // Delete implements backends.Backend.
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}
-	err := b.Client.Delete(ctx, d, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Deployment %s/%s: %w", d.Namespace, d.Name, err)
-	}
-	return nil
+	return backends.DeleteObject(ctx, b.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
+		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}, Kind)
 }

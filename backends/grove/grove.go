@@ -109,7 +109,7 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	case pool.Hash != "":
 		return nil // a worker revision never changes; Scale moves replicas
 	case composition(&have) != composition(want):
-		return b.deletePCS(ctx, &have) // recreated with the new composition on the next pass
+		return backends.DeleteObject(ctx, b.Client, &have, Kind) // recreated with the new composition on the next pass
 	}
 	return b.updateStable(ctx, dgd, &have, want, pool)
 }
@@ -318,12 +318,5 @@ type jsonPatchOp struct {
 // PodCliqueSet (the controller only deletes a worker revision once it is drained whole).
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
 	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: backends.GroupName(dgd.Name, key.Hash)}}
-	return b.deletePCS(ctx, pcs)
-}
-
-func (b *Backend) deletePCS(ctx context.Context, pcs *grovev1.PodCliqueSet) error {
-	if err := b.Client.Delete(ctx, pcs, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting PodCliqueSet %s/%s: %w", pcs.Namespace, pcs.Name, err)
-	}
-	return nil
+	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
 }

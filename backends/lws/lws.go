@@ -171,28 +171,13 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 
 // Scale implements backends.Backend.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
-	var l lwsv1.LeaderWorkerSet
-	name := backends.WorkloadName(dgd.Name, key.Service, key.Hash)
-	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: dgd.Namespace, Name: name}, &l); err != nil {
-		return fmt.Errorf("getting LeaderWorkerSet %s/%s: %w", dgd.Namespace, name, err)
-	}
-	if ptr.Deref(l.Spec.Replicas, 1) == replicas {
-		return nil
-	}
-	patch := client.MergeFrom(l.DeepCopy())
-	l.Spec.Replicas = ptr.To(replicas)
-	if err := b.Client.Patch(ctx, &l, patch); err != nil {
-		return fmt.Errorf("scaling LeaderWorkerSet %s/%s to %d: %w", dgd.Namespace, name, replicas, err)
-	}
-	return nil
+	name := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}
+	return backends.PatchReplicas(ctx, b.Client, &lwsv1.LeaderWorkerSet{}, name, Kind,
+		func(l *lwsv1.LeaderWorkerSet) **int32 { return &l.Spec.Replicas }, replicas)
 }
 
 // Delete implements backends.Backend.
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
-	l := &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}
-	if err := b.Client.Delete(ctx, l, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting LeaderWorkerSet %s/%s: %w", l.Namespace, l.Name, err)
-	}
-	return nil
+	return backends.DeleteObject(ctx, b.Client, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
+		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}, Kind)
 }

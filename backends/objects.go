@@ -1,0 +1,41 @@
+package backends
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PatchReplicas reads the object key into obj and sets its replicas (the field that
+// replicas points to, nil meaning 1) to n with a merge patch; no write when it is n
+// already. kind names the object in errors.
+func PatchReplicas[T client.Object](ctx context.Context, c client.Client, obj T, key client.ObjectKey, kind string,
+	replicas func(T) **int32, n int32) error {
+	if err := c.Get(ctx, key, obj); err != nil {
+		return fmt.Errorf("getting %s %s: %w", kind, key, err)
+	}
+	field := replicas(obj)
+	if ptr.Deref(*field, 1) == n {
+		return nil
+	}
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	*field = ptr.To(n)
+	if err := c.Patch(ctx, obj, patch); err != nil {
+		return fmt.Errorf("scaling %s %s to %d: %w", kind, key, n, err)
+	}
+	return nil
+}
+
+// DeleteObject deletes obj (namespace and name set) and, in the background, what it
+// owns; an object already gone is not an error. kind names the object in errors.
+func DeleteObject(ctx context.Context, c client.Client, obj client.Object, kind string) error {
+	err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
