@@ -3,7 +3,6 @@ package main
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"time"
 
@@ -48,9 +47,7 @@ type leaderElection struct {
 }
 
 func run(metricsAddr, probeAddr string, le leaderElection) error {
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
-		Scheme:                  app.NewScheme(),
-		Cache:                   app.CacheOptions(),
+	mgr, err := app.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          le.enabled,
@@ -64,9 +61,6 @@ func run(metricsAddr, probeAddr string, le leaderElection) error {
 		LeaderElectionReleaseOnCancel: true,
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
-	}
-	if err := app.Setup(mgr); err != nil {
 		return err
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

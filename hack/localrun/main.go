@@ -157,15 +157,10 @@ func splitYAML(raw []byte) [][]byte {
 }
 
 func runOperator(ctx context.Context, cfg *rest.Config) error {
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:  app.NewScheme(),
-		Cache:   app.CacheOptions(),
+	mgr, err := app.NewManager(cfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "127.0.0.1:8080"}, // docs/day2.md scrapes it
 	})
 	if err != nil {
-		return err
-	}
-	if err := app.Setup(mgr); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -10,7 +10,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/go-logr/logr"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-logr/logr"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,12 +115,9 @@ func startOperator(b *testing.B, cfg *rest.Config) *writeCounter {
 	counter := &writeCounter{}
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	mgr, err := ctrl.NewManager(opCfg, ctrl.Options{Scheme: app.NewScheme(), Cache: app.CacheOptions(),
+	mgr, err := app.NewManager(opCfg, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
-		b.Fatal(err)
-	}
-	if err := app.Setup(mgr); err != nil {
 		b.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

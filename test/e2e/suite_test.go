@@ -59,12 +59,10 @@ var _ = BeforeSuite(func() {
 
 // startOperator runs the operator in this process, wired exactly as cmd/manager.
 func startOperator() {
-	mgr, err := ctrl.NewManager(cl.Config, ctrl.Options{
-		Scheme: app.NewScheme(), Cache: app.CacheOptions(),
+	mgr, err := app.NewManager(cl.Config, ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(app.Setup(mgr)).To(Succeed())
 	var opCtx context.Context
 	opCtx, stopOp = context.WithCancel(ctx)
 	done := make(chan error, 1)

@@ -65,16 +65,11 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 }
 
 func (e *Env) startOperator() error {
-	mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
-		Scheme:                 app.NewScheme(),
-		Cache:                  app.CacheOptions(),
+	mgr, err := app.NewManager(e.Config, ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		return err
-	}
-	if err := app.Setup(mgr); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

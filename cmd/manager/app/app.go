@@ -5,6 +5,7 @@ package app
 
 import (
 	"fmt"
+
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/selection"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -78,6 +80,21 @@ func Backends(mgr ctrl.Manager) *backends.Registry {
 func installed(mgr ctrl.Manager, gvk schema.GroupVersionKind) bool {
 	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
 	return err == nil
+}
+
+// NewManager makes the operator's manager as cmd/manager runs it: opts with this
+// scheme and cache, and the controller set up. Tests, benchmarks and make run use it
+// too, so they run what the binary runs.
+func NewManager(cfg *rest.Config, opts ctrl.Options) (ctrl.Manager, error) {
+	opts.Scheme, opts.Cache = NewScheme(), CacheOptions()
+	mgr, err := ctrl.NewManager(cfg, opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := Setup(mgr); err != nil {
+		return nil, err
+	}
+	return mgr, nil
 }
 
 // Setup adds the DynamoGraphDeployment controller to mgr.
