@@ -73,25 +73,14 @@ func resolve(v string, total int32, up bool) int32 {
 // one state. floorOK lists services whose availability floor held in the previous state;
 // availability is only required of them (a first deploy starts with nothing ready).
 func Check(services []Service, ws []Workload, floorOK map[string]bool) []string {
-	var v []string
-	byName := map[string]Service{}
+	v := CheckSurge(services, ws)
+	held := FloorHolds(services, ws)
 	for _, s := range services {
-		byName[s.Name] = s
-		var spec, ready int32
-		for _, w := range ws {
-			if w.Service == s.Name {
-				spec += w.Spec
-				ready += min(w.Ready, w.Spec)
-			}
-		}
-		if spec > s.Replicas+s.Surge {
-			v = append(v, fmt.Sprintf("surge: %s has %d replicas set, more than %d+%d", s.Name, spec, s.Replicas, s.Surge))
-		}
-		if floorOK[s.Name] && ready < s.Replicas-s.Unavail {
-			v = append(v, fmt.Sprintf("availability: %s has %d ready, fewer than %d-%d", s.Name, ready, s.Replicas, s.Unavail))
+		if floorOK[s.Name] && !held[s.Name] {
+			v = append(v, fmt.Sprintf("availability: %s has %d ready, fewer than %d-%d", s.Name, ready(s.Name, ws), s.Replicas, s.Unavail))
 		}
 	}
-	return append(v, checkPools(byName, ws)...)
+	return append(v, CheckPools(services, ws)...)
 }
 
 // CheckSurge returns the surge violations of one state.
@@ -118,20 +107,23 @@ func CheckPools(services []Service, ws []Workload) []string {
 	for _, s := range services {
 		byName[s.Name] = s
 	}
-	return checkPools(byName, ws)
+	pools := poolsOf(ws)
+	hashes := make([]string, 0, len(pools))
+	for h := range pools {
+		hashes = append(hashes, h)
+	}
+	sort.Strings(hashes)
+	var v []string
+	for _, h := range hashes {
+		v = append(v, checkPool(h, byName, pools[h])...)
+	}
+	return v
 }
 
 // MaxSkew is the largest |n_s/R_s - n_t/R_t| inside any pool, for reporting.
 func MaxSkew(services []Service, ws []Workload) float64 {
-	pools := map[string]map[string]int32{}
-	for _, w := range ws {
-		if pools[w.Hash] == nil {
-			pools[w.Hash] = map[string]int32{}
-		}
-		pools[w.Hash][w.Service] += w.Spec
-	}
 	var skew float64
-	for _, n := range pools {
+	for _, n := range poolsOf(ws) {
 		for i, a := range services {
 			for _, b := range services[i+1:] {
 				if a.Replicas > 0 && b.Replicas > 0 {
@@ -147,19 +139,25 @@ func MaxSkew(services []Service, ws []Workload) float64 {
 func FloorHolds(services []Service, ws []Workload) map[string]bool {
 	ok := map[string]bool{}
 	for _, s := range services {
-		var ready int32
-		for _, w := range ws {
-			if w.Service == s.Name {
-				ready += min(w.Ready, w.Spec)
-			}
-		}
-		ok[s.Name] = ready >= s.Replicas-s.Unavail
+		ok[s.Name] = ready(s.Name, ws) >= s.Replicas-s.Unavail
 	}
 	return ok
 }
 
-// checkPools checks the ratio and orphan rules inside every revision's pool.
-func checkPools(byName map[string]Service, ws []Workload) []string {
+// ready counts a service's ready replicas, up to the replicas set on each workload
+// (replicas above it are being removed).
+func ready(service string, ws []Workload) int32 {
+	var n int32
+	for _, w := range ws {
+		if w.Service == service {
+			n += min(w.Ready, w.Spec)
+		}
+	}
+	return n
+}
+
+// poolsOf maps revision hash -> service -> replicas set.
+func poolsOf(ws []Workload) map[string]map[string]int32 {
 	pools := map[string]map[string]int32{}
 	for _, w := range ws {
 		if pools[w.Hash] == nil {
@@ -167,16 +165,7 @@ func checkPools(byName map[string]Service, ws []Workload) []string {
 		}
 		pools[w.Hash][w.Service] += w.Spec
 	}
-	var v []string
-	hashes := make([]string, 0, len(pools))
-	for h := range pools {
-		hashes = append(hashes, h)
-	}
-	sort.Strings(hashes)
-	for _, h := range hashes {
-		v = append(v, checkPool(h, byName, pools[h])...)
-	}
-	return v
+	return pools
 }
 
 func checkPool(hash string, byName map[string]Service, n map[string]int32) []string {
@@ -204,20 +193,6 @@ func checkPool(hash string, byName map[string]Service, n map[string]int32) []str
 				v = append(v, fmt.Sprintf("ratio: pool %s has %s=%d/%v and %s=%d/%v", hash, a, n[a], ra, b, n[b], rb))
 			}
 		}
-	}
-	return v
-}
-
-// Isolation checks that no two workloads of different revisions share an effective Dynamo
-// namespace: each worker's namespace is base + "-" + its hash suffix.
-func Isolation(namespaceOf map[string]string) []string {
-	seen := map[string]string{}
-	var v []string
-	for hash, ns := range namespaceOf {
-		if other, ok := seen[ns]; ok && other != hash {
-			v = append(v, fmt.Sprintf("isolation: revisions %s and %s share namespace %s", hash, other, ns))
-		}
-		seen[ns] = hash
 	}
 	return v
 }
