@@ -174,11 +174,12 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 		if !metav1.IsControlledBy(pcs, dgd) || !pcs.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := backends.RestoreLabels(ctx, b.Client, pcs, pcsLabels(dgd, workerHash(pcs))); err != nil {
+		hash := workerHash(pcs)
+		if err := backends.RestoreLabels(ctx, b.Client, pcs, pcsLabels(dgd, hash)); err != nil {
 			return nil, err
 		}
 		for service, pl := range placements(pcs) {
-			w, err := b.observeOne(ctx, pcs, service, pl)
+			w, err := b.observeOne(ctx, pcs, backends.Key{Service: service, Hash: hash}, pl)
 			if err != nil {
 				return nil, err
 			}
@@ -188,8 +189,8 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 	return out, nil
 }
 
-func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, service string, pl placement) (backends.Workload, error) {
-	w := backends.Workload{Key: backends.Key{Service: service, Hash: workerHash(pcs)}, Name: objectName(pcs.Name, pl)}
+func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, wk backends.Key, pl placement) (backends.Workload, error) {
+	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl)}
 	key := client.ObjectKey{Namespace: pcs.Namespace, Name: w.Name}
 	if pl.Group != "" {
 		w.Kind, w.Replicas = "PodCliqueScalingGroup", templateReplicas(pcs, pl)
