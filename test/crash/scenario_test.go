@@ -280,27 +280,27 @@ func (s *scenario) ownershipProblems(w *world) []string {
 		}
 		template[th] = r.Name
 	}
-	belongs := func(kind string, o metav1.Object, ownerKind string, ownerUID types.UID) {
+	belongs := func(kind string, o metav1.Object, ownerUID types.UID, ownerKinds ...string) {
 		if o.GetLabels()[v1alpha1.LabelGraph] != s.name {
 			out = append(out, fmt.Sprintf("%s %s does not belong to DGD %s (labels %v)", kind, o.GetName(), s.name, o.GetLabels()))
 			return
 		}
 		ref := metav1.GetControllerOf(o)
-		if ref == nil || !slices.Contains(strings.Split(ownerKind, "|"), ref.Kind) || (ownerUID != "" && ref.UID != ownerUID) {
-			out = append(out, fmt.Sprintf("%s %s has controller %v, want a %s", kind, o.GetName(), ref, ownerKind))
+		if ref == nil || !slices.Contains(ownerKinds, ref.Kind) || (ownerUID != "" && ref.UID != ownerUID) {
+			out = append(out, fmt.Sprintf("%s %s has controller %v, want a %s", kind, o.GetName(), ref, strings.Join(ownerKinds, " or ")))
 		}
 		if h := o.GetLabels()[v1alpha1.LabelWorkerHash]; h != "" && revHash[h] == "" {
 			out = append(out, fmt.Sprintf("%s %s is of worker revision %s, which has no ControllerRevision (orphaned)", kind, o.GetName(), h))
 		}
 	}
 	for i := range w.deps {
-		belongs("Deployment", &w.deps[i], "DynamoGraphDeployment", s.uid)
+		belongs("Deployment", &w.deps[i], s.uid, "DynamoGraphDeployment")
 	}
 	for i := range w.lwss {
-		belongs("LeaderWorkerSet", &w.lwss[i], "DynamoGraphDeployment", s.uid)
+		belongs("LeaderWorkerSet", &w.lwss[i], s.uid, "DynamoGraphDeployment")
 	}
 	for i := range w.rss {
-		belongs("ReplicaSet", &w.rss[i], "Deployment", "")
+		belongs("ReplicaSet", &w.rss[i], "", "Deployment")
 	}
 	for i := range w.stss {
 		// LWS labels its StatefulSets with its own labels, not the pod template's.
@@ -309,7 +309,7 @@ func (s *scenario) ownershipProblems(w *world) []string {
 		}
 	}
 	for i := range w.pods {
-		belongs("Pod", &w.pods[i], "ReplicaSet|StatefulSet", "")
+		belongs("Pod", &w.pods[i], "", "ReplicaSet", "StatefulSet")
 	}
 	return out
 }
