@@ -48,6 +48,10 @@ type Workload struct {
 	// Kind and Name of the object, e.g. Deployment "vllm-decode-7c9f8d".
 	Kind string
 	Name string
+	// Group is the object that holds this workload together with others and is only
+	// ever deleted whole (Grove: the PodCliqueSet of a revision), or nil when the
+	// workload is its own object.
+	Group *ObjectRef
 	// Replicas is the replica count set on the workload.
 	Replicas int32
 	// Ready is the number of ready replicas as the workload reports them (Deployment
@@ -57,28 +61,88 @@ type Workload struct {
 	Updated int32
 	// Current is the number of replicas the workload reports existing.
 	Current int32
+	// Synced reports that the workload's status describes its latest spec
+	// (status.observedGeneration >= metadata.generation). Counts of an unsynced
+	// workload can overstate readiness: a pass does not plan from them (see the
+	// controller's freshness wait).
+	Synced bool
+	// Generation is metadata.generation of the object Synced refers to.
+	Generation int64
+	// Terminating reports that the workload (or its group) is being deleted: it counts
+	// with zero replicas until its pods are gone.
+	Terminating bool
+	// Outdated (stable workloads only) reports that the workload runs another template
+	// than the one the spec renders now. Backends that update stable workloads in place
+	// never report one after Ensure; a SideBySideStable backend keeps it until the
+	// controller deletes it.
+	Outdated bool
 }
+
+// ObjectRef names an object of the DGD's namespace.
+type ObjectRef struct {
+	Kind string
+	Name string
+}
+
+// String is "Kind name".
+func (o ObjectRef) String() string { return o.Kind + " " + o.Name }
 
 // Backend renders, observes and scales the workloads of a DGD on one workload kind.
 // Every method is idempotent: AlreadyExists and NotFound count as success.
 type Backend interface {
 	// Kind is the workload kind this backend manages, e.g. "Deployment".
 	Kind() string
-	// Name is the name of the object that holds key's replicas (what Observe reports).
+	// Name is the name of the object that holds key's replicas (what Observe reports)
+	// for the DGD's current spec.
 	Name(dgd *v1alpha1.DynamoGraphDeployment, key Key) string
 	// Ensure makes every workload of pool exist. A missing workload is created with its
 	// Replicas. A stable workload (pool.Hash == "") also gets its template and replicas
-	// updated in place when they differ. A worker workload's template is never changed
-	// after creation: a new template is a new revision, hence a new workload.
+	// updated in place when they differ, unless the backend is SideBySideStable (then a
+	// new template is a new workload next to the old one, which the controller deletes
+	// once the new one is ready). A worker workload's template is never changed after
+	// creation: a new template is a new revision, hence a new workload.
 	Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool Pool) error
-	// Observe lists every workload of this kind that the DGD controls.
+	// Observe lists every workload of this kind that the DGD controls, including
+	// outdated stable ones and those being deleted (Terminating).
 	Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]Workload, error)
-	// Scale sets the replica count of one existing workload; no write when already equal.
+	// Scale sets the replica count of one existing workload of the current spec; no
+	// write when already equal.
 	Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key Key, replicas int32) error
-	// Delete removes one workload (its pods are garbage-collected).
-	Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key Key) error
+	// Delete removes the object holding w: w itself, or its Group when it has one (the
+	// controller deletes a group only once every workload in it may go). Its pods are
+	// garbage-collected.
+	Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w Workload) error
 	// Objects are the types the controller must watch (owned by the DGD).
 	Objects() []client.Object
+}
+
+// SideBySideStable is implemented by a backend that cannot update a stable workload's
+// template in place without losing availability: Grove's RollingRecreate deletes a pod
+// before it creates its replacement, so a one-replica frontend would serve nothing for
+// a while. Such a backend creates a workload for the new template next to the old one;
+// the controller deletes the old one once the new one has enough ready replicas.
+type SideBySideStable interface {
+	StableSideBySide() bool
+}
+
+// PoolHolder is implemented by a backend that holds a worker revision's workloads in
+// one object (Grove's PodCliqueSet): the controller creates the pool whole, with every
+// worker service the backend runs, never adds a service to an existing one, and
+// deletes it whole once the plan drains it.
+type PoolHolder interface {
+	HoldsPools() bool
+}
+
+// HoldsPools reports whether b implements PoolHolder and says true.
+func HoldsPools(b Backend) bool {
+	h, ok := b.(PoolHolder)
+	return ok && h.HoldsPools()
+}
+
+// SideBySide reports whether b implements SideBySideStable and says true.
+func SideBySide(b Backend) bool {
+	s, ok := b.(SideBySideStable)
+	return ok && s.StableSideBySide()
 }
 
 // UnreadyFirstScaler is implemented by a backend whose scale-down removes unready
@@ -88,10 +152,12 @@ type UnreadyFirstScaler interface {
 	ScaleDownRemovesUnreadyFirst() bool
 }
 
-// LabelWatcher is implemented by a backend whose replica-holding objects are not owned
-// by the DGD (Grove's PodCliques belong to their PodCliqueSet). The controller watches
-// these types and maps an object to its DGD by the LabelGraph label.
-type LabelWatcher interface {
+// OwnerChainWatcher is implemented by a backend whose replica-holding objects are not
+// owned by the DGD directly (Grove's PodCliques and PodCliqueScalingGroups belong to
+// their PodCliqueSet, a scaling group's PodCliques to the group). The controller
+// watches these types and maps an object to its DGD up its chain of controller
+// references, never by labels: Grove does not copy the DGD's labels onto every object.
+type OwnerChainWatcher interface {
 	Watched() []client.Object
 }
 

@@ -11,6 +11,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -109,9 +111,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		for _, obj := range be.Objects() {
 			b = b.Owns(obj)
 		}
-		if lw, ok := be.(backends.LabelWatcher); ok {
-			for _, obj := range lw.Watched() {
-				b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(podToDGD))
+		if ow, ok := be.(backends.OwnerChainWatcher); ok {
+			for _, obj := range ow.Watched() {
+				b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.ownerChainToDGD))
 			}
 		}
 	}
@@ -125,8 +127,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// podToDGD maps any object carrying the LabelGraph label (pods, Grove PodCliques...) to
-// its DGD.
+// podToDGD maps a pod (or any object carrying the LabelGraph label) to its DGD.
 func podToDGD(_ context.Context, o client.Object) []reconcile.Request {
 	name, ok := o.GetLabels()[v1alpha1.LabelGraph]
 	if !ok {
@@ -134,3 +135,49 @@ func podToDGD(_ context.Context, o client.Object) []reconcile.Request {
 	}
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
 }
+
+// maxOwnerHops bounds the walk up controller references: a PodClique of a scaling
+// group is owned by its PodCliqueScalingGroup, which is owned by a PodCliqueSet, which
+// is owned by the DGD.
+const maxOwnerHops = 3
+
+// ownerChainToDGD maps an object that the DGD does not own directly to the DGD at the
+// top of its chain of controller references, read from the cache. Grove labels its
+// PodCliqueScalingGroups with none of the clique template's labels (FACTS.md, "The real
+// Grove operator"), so a label lookup would miss exactly the availableReplicas change
+// that ends a multinode rollout; the owner chain never does.
+func (r *Reconciler) ownerChainToDGD(ctx context.Context, o client.Object) []reconcile.Request {
+	ns := o.GetNamespace()
+	ref := metav1.GetControllerOf(o)
+	for hop := 0; ref != nil && hop < maxOwnerHops; hop++ {
+		if ref.Kind == dgdKind && ref.APIVersion == v1alpha1.GroupVersion.String() {
+			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: ref.Name}}}
+		}
+		gv, err := schema.ParseGroupVersion(ref.APIVersion)
+		if err != nil {
+			return nil
+		}
+		// A typed read is served by the informer the controller already runs for that
+		// kind (a metadata-only read would start a second watch of it).
+		obj, err := r.Scheme.New(gv.WithKind(ref.Kind))
+		if err != nil {
+			return nil
+		}
+		parent, ok := obj.(client.Object)
+		if !ok {
+			return nil
+		}
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, parent); err != nil {
+			// Gone from the cache: its own deletion event already reached the DGD.
+			return nil
+		}
+		if parent.GetUID() != ref.UID {
+			return nil
+		}
+		ref = metav1.GetControllerOf(parent)
+	}
+	return nil
+}
+
+// dgdKind is the kind of a DGD in owner references.
+const dgdKind = "DynamoGraphDeployment"

@@ -25,7 +25,15 @@ const expectationTTL = 5 * time.Second
 type expectations struct {
 	mu   sync.Mutex
 	want map[types.NamespacedName]expectation
-	now  func() time.Time
+	// unsynced remembers when a workload generation was first seen with a status that
+	// had not caught up with it (see fresh).
+	unsynced map[generationKey]time.Time
+	now      func() time.Time
+}
+
+type generationKey struct {
+	types.NamespacedName
+	generation int64
 }
 
 type expectation struct {
@@ -70,4 +78,43 @@ func (e *expectations) forget(key types.NamespacedName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	delete(e.want, key)
+	for k := range e.unsynced {
+		if k.NamespacedName == key {
+			delete(e.unsynced, k)
+		}
+	}
+}
+
+// fresh reports whether a pass may plan from a workload's status: the status describes
+// the workload's latest spec (synced), or it has lagged generation for expectationTTL
+// already. A status that lags our last write can overstate readiness (a Deployment
+// scaled down and up again still reporting the pod that went), so the pass waits for
+// the workload controller's status event instead, as the Deployment controller's own
+// expectations do. The TTL bounds the wait where a controller legitimately leaves
+// observedGeneration behind for long (Grove does not write it while a gang waits on
+// its scheduling gate or a replica waits out its terminationDelay): after it, the pass
+// plans from the status as it is.
+func (e *expectations) fresh(key types.NamespacedName, generation int64, synced bool) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	gk := generationKey{key, generation}
+	if synced {
+		delete(e.unsynced, gk)
+		return true
+	}
+	if e.unsynced == nil {
+		e.unsynced = map[generationKey]time.Time{}
+	}
+	since, ok := e.unsynced[gk]
+	if !ok {
+		// Drop what older generations of this workload left behind.
+		for k := range e.unsynced {
+			if k.NamespacedName == key {
+				delete(e.unsynced, k)
+			}
+		}
+		e.unsynced[gk] = e.clock()
+		return false
+	}
+	return e.clock().Sub(since) >= expectationTTL
 }

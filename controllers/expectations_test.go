@@ -30,3 +30,33 @@ func TestExpectations(t *testing.T) {
 		t.Fatal("someone else wrote 7 over our 4: the expectation expires instead of wedging the DGD")
 	}
 }
+
+func TestFreshness(t *testing.T) {
+	now := time.Unix(0, 0)
+	e := &expectations{now: func() time.Time { return now }}
+	k := types.NamespacedName{Namespace: "ns", Name: "w"}
+	if !e.fresh(k, 3, true) {
+		t.Fatal("a synced status is fresh")
+	}
+	if e.fresh(k, 4, false) {
+		t.Fatal("a status behind generation 4 is not fresh")
+	}
+	now = now.Add(expectationTTL / 2)
+	if e.fresh(k, 4, false) {
+		t.Fatal("still behind, within the TTL")
+	}
+	if e.fresh(k, 5, false) {
+		t.Fatal("a newer generation starts its own wait")
+	}
+	now = now.Add(expectationTTL)
+	if !e.fresh(k, 5, false) {
+		t.Fatal("a status behind for the whole TTL is planned from as it is")
+	}
+	if len(e.unsynced) != 1 {
+		t.Fatalf("older generations are forgotten: %v", e.unsynced)
+	}
+	e.forget(k)
+	if len(e.unsynced) != 0 {
+		t.Fatal("forget drops the freshness wait too")
+	}
+}

@@ -122,8 +122,21 @@ func (p *pass) target(k backends.Key, def int32) int32 {
 	return def
 }
 
+// applyDecreases scales workloads down; an old revision held in one object (a Grove
+// PodCliqueSet) that the plan drains whole is deleted instead of being scaled to zero
+// clique by clique, which Grove reports as lost replicas and arms gang termination for.
 func (p *pass) applyDecreases(ctx context.Context) error {
+	drains := p.drainedGroups()
 	for _, w := range p.byRole(p.workers(), false) {
+		if w.Terminating {
+			continue
+		}
+		if drains[groupOf(w)] {
+			if err := p.delete(ctx, w, fmt.Sprintf("revision %d drained", p.revisionOf(w.Hash))); err != nil {
+				return err
+			}
+			continue
+		}
 		if t := p.target(w.Key, w.Replicas); t < w.Replicas {
 			if err := p.scale(ctx, w, t); err != nil {
 				return err
@@ -133,6 +146,22 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 	return nil
 }
 
+// drainedGroups lists the groups (by groupOf) of old revisions whose every workload
+// the plan takes to zero.
+func (p *pass) drainedGroups() map[string]bool {
+	out := map[string]bool{}
+	update := p.updateHash()
+	for _, w := range p.workers() {
+		if w.Group == nil || w.Terminating {
+			continue
+		}
+		id := groupOf(w)
+		drained, seen := out[id]
+		out[id] = (drained || !seen) && w.Hash != update && p.target(w.Key, w.Replicas) == 0
+	}
+	return out
+}
+
 // applyIncreases scales up existing workloads of the plan and creates the update
 // revision's missing workloads (one Ensure per backend, so a backend that keeps a whole
 // revision in one object sees the pool together).
@@ -140,6 +169,9 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 	existing := map[backends.Key]observed{}
 	for _, w := range p.byRole(p.workers(), true) {
 		existing[w.Key] = w
+		if w.Terminating {
+			continue // gone before it is made again: the pass after its deletion creates it
+		}
 		if t := p.target(w.Key, w.Replicas); t > w.Replicas {
 			if err := p.scale(ctx, w, t); err != nil {
 				return err
@@ -150,29 +182,61 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 	var order []backends.Backend
 	for _, name := range p.workerNamesByRole() {
 		key := backends.Key{Service: name, Hash: p.updateHash()}
+		b := p.backendOf[name]
 		t := p.target(key, 0)
-		if _, ok := existing[key]; ok || t == 0 {
+		if _, ok := existing[key]; (ok || t == 0) && !backends.HoldsPools(b) {
 			continue
 		}
-		b := p.backendOf[name]
 		if pools[b] == nil {
 			pools[b] = &backends.Pool{Hash: key.Hash}
 			order = append(order, b)
 		}
 		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
 			Key: key, Spec: p.dgd.Spec.Services[name], Replicas: t})
-		wname := b.Name(p.dgd, key)
-		p.r.expected.expect(p.key(wname), t)
-		p.created = append(p.created, observed{backend: b, Workload: backends.Workload{Key: key, Kind: b.Kind(), Name: wname, Replicas: t}})
-		p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", wname, t))
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Kind() < order[j].Kind() })
 	for _, b := range order {
+		if !p.mayCreate(b, *pools[b], existing) {
+			continue
+		}
+		for _, sw := range pools[b].Services {
+			wname := b.Name(p.dgd, sw.Key)
+			if sw.Replicas > 0 {
+				p.r.expected.expect(p.key(wname), sw.Replicas)
+			}
+			p.created = append(p.created, observed{backend: b, Workload: backends.Workload{Key: sw.Key, Kind: b.Kind(), Name: wname, Replicas: sw.Replicas}})
+			p.wrote = append(p.wrote, fmt.Sprintf("created %s at %d", wname, sw.Replicas))
+		}
+	}
+	for _, b := range order {
+		if !p.mayCreate(b, *pools[b], existing) {
+			continue
+		}
 		if err := b.Ensure(ctx, p.dgd, *pools[b]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// mayCreate reports whether the missing workloads of pool may be created now. A
+// PoolHolder backend holds the update revision's workloads in one object made whole
+// at once: not before the plan grows some service (the pool lists every worker
+// service of the backend, growing or not), and not while any of the pool's workloads
+// still exists (its object is being deleted: the pass after it is gone makes it
+// again; a live one can take no new service).
+func (p *pass) mayCreate(b backends.Backend, pool backends.Pool, existing map[backends.Key]observed) bool {
+	if !backends.HoldsPools(b) {
+		return len(pool.Services) > 0
+	}
+	grows := false
+	for _, sw := range pool.Services {
+		if _, ok := existing[sw.Key]; ok {
+			return false
+		}
+		grows = grows || sw.Replicas > 0
+	}
+	return grows
 }
 
 // workerNamesByRole lists the worker services decode first, prefill last: the order in

@@ -58,7 +58,9 @@ func (p *pass) fillCounts(st *v1alpha1.DynamoGraphDeploymentStatus) {
 			if w.Hash != "" && w.Hash == update {
 				st.UpdatedReadyReplicas += w.Ready
 			}
-			ss.Workloads = append(ss.Workloads, v1alpha1.WorkloadStatus{Name: w.Name, Revision: p.revisionOfWorkload(w), Replicas: w.Replicas, ReadyReplicas: w.Ready})
+			if !w.Terminating {
+				ss.Workloads = append(ss.Workloads, v1alpha1.WorkloadStatus{Name: w.Name, Revision: p.revisionOfWorkload(w), Replicas: w.Replicas, ReadyReplicas: w.Ready})
+			}
 			if w.Replicas > 0 || w.pods > 0 {
 				ss.RuntimeNamespaces = appendUnique(ss.RuntimeNamespaces, backends.EffectiveNamespace(p.dgd, w.Hash != "", w.Hash))
 			}
@@ -80,8 +82,11 @@ func (p *pass) fillCounts(st *v1alpha1.DynamoGraphDeploymentStatus) {
 // updatedOf counts a workload's up-to-date replicas: all of a worker revision's (its
 // template never changes), the reported updated count of a stable one.
 func updatedOf(w observed) int32 {
-	if w.Hash != "" {
+	switch {
+	case w.Hash != "":
 		return w.Replicas
+	case w.Outdated:
+		return 0
 	}
 	return min(w.Updated, w.Replicas)
 }

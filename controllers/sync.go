@@ -41,7 +41,7 @@ type pass struct {
 	// acts on nothing and writes no status.
 	waitingForCache bool
 	created         []observed      // workloads this pass created
-	deleted         map[string]bool // names of workloads this pass deleted
+	deleted         map[string]bool // objects this pass deleted (groupOf)
 	result          []observed      // the workloads as this pass leaves them (computeResult)
 	after           planner.Plan    // the planner's view of result: the phase the status reports
 }
@@ -105,10 +105,11 @@ func (p *pass) sync(ctx context.Context) error {
 func (p *pass) computeResult() {
 	p.result = nil
 	for _, w := range p.workloads {
-		if p.deleted[w.Name] {
-			continue
-		}
-		if w.Hash != "" {
+		switch {
+		case p.deleted[groupOf(w)] || w.Terminating:
+			// Going: no replicas, but its pods still count until they are gone.
+			w.Terminating, w.Replicas, w.Ready = true, 0, 0
+		case w.Hash != "":
 			w.Replicas = p.target(w.Key, w.Replicas)
 			w.Ready = min(w.Ready, w.Replicas)
 		}
@@ -148,17 +149,40 @@ func (p *pass) observe(ctx context.Context) error {
 		return err
 	}
 	p.workloads = nil
+	seen := map[backends.Key]bool{}
 	for _, b := range p.r.Backends.All() {
 		ws, err := b.Observe(ctx, p.dgd)
 		if err != nil {
 			return err
 		}
 		for _, w := range ws {
-			p.workloads = append(p.workloads, observed{Workload: w, backend: b, pods: pods[w.Key]})
+			n := pods[w.Key]
+			if seen[w.Key] {
+				n = 0 // an outdated stable workload's pods are counted once, with the first
+			}
+			seen[w.Key] = true
+			p.workloads = append(p.workloads, observed{Workload: w, backend: b, pods: n})
 		}
 	}
+	p.workloads = append(p.workloads, p.podsWithoutWorkload(pods, seen)...)
 	sort.Slice(p.workloads, func(i, j int) bool { return p.workloads[i].Name < p.workloads[j].Name })
 	return nil
+}
+
+// podsWithoutWorkload stands in for worker workloads that are gone while their pods
+// are still terminating (a Grove revision's PodCliqueSet is deleted whole and its
+// objects vanish before its pods do): terminating, no replicas, their pods counted, so
+// Recreate still waits for them and the revision stays in use.
+func (p *pass) podsWithoutWorkload(pods map[backends.Key]int32, seen map[backends.Key]bool) []observed {
+	var out []observed
+	for k, n := range pods {
+		if k.Hash == "" || seen[k] || n == 0 {
+			continue
+		}
+		out = append(out, observed{pods: n, backend: p.backendOf[k.Service], Workload: backends.Workload{
+			Key: k, Kind: "Pod", Name: fmt.Sprintf("pods of %s at %s", k.Service, k.Hash), Terminating: true, Synced: true}})
+	}
+	return out
 }
 
 // countPods counts, per workload, the replicas that still have pods (a gang counts while
@@ -184,14 +208,26 @@ func (p *pass) countPods(ctx context.Context) (map[backends.Key]int32, error) {
 }
 
 // staleWorkload names a workload whose cached replicas differ from the operator's last
-// write, or returns "".
+// write, or whose status has not caught up with its spec (expectations.fresh), or
+// returns "".
+// Every workload is looked at, so that the freshness waits of workloads created
+// together start together. A status that reports nothing ready and no replica cannot
+// overstate readiness (a workload just created): it needs no wait.
 func (p *pass) staleWorkload() string {
+	stale := ""
 	for _, w := range p.workloads {
-		if !p.r.expected.satisfied(p.key(w.Name), w.Replicas) {
-			return w.Name
+		if w.Terminating {
+			continue
+		}
+		key := p.key(w.Name)
+		synced := w.Synced || w.Ready == 0 && w.Current == 0
+		if !p.r.expected.satisfied(key, w.Replicas) || !p.r.expected.fresh(key, w.Generation, synced) {
+			if stale == "" {
+				stale = w.Name
+			}
 		}
 	}
-	return ""
+	return stale
 }
 
 func (p *pass) key(name string) types.NamespacedName {
@@ -209,7 +245,10 @@ func (p *pass) hashesInUse() sets.Set[string] {
 }
 
 // syncStable creates or updates in place every non-worker service (frontend, planner,
-// anything else) and deletes stable workloads of services that are gone.
+// anything else) and deletes stable workloads of services that are gone. On a
+// SideBySideStable backend a new template is a new workload beside the old one; the
+// old one goes once the new one has the availability a Deployment's default rolling
+// update keeps (replacedBy).
 func (p *pass) syncStable(ctx context.Context) error {
 	pools := map[backends.Backend]*backends.Pool{}
 	var order []backends.Backend
@@ -223,25 +262,110 @@ func (p *pass) syncStable(ctx context.Context) error {
 			pools[b] = &backends.Pool{}
 			order = append(order, b)
 		}
-		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
-			Key: backends.Key{Service: name}, Spec: svc, Replicas: svc.DesiredReplicas()})
+		key := backends.Key{Service: name}
+		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()})
+		if wname := b.Name(p.dgd, key); !p.observedNamed(wname) {
+			p.wrote = append(p.wrote, fmt.Sprintf("created %s for %s", wname, name))
+		}
 	}
 	for _, b := range order {
 		if err := b.Ensure(ctx, p.dgd, *pools[b]); err != nil {
 			return err
 		}
 	}
+	return p.retireStable(ctx)
+}
+
+// retireStable deletes stable workloads whose service is gone (or is a worker now, or
+// moved backend) and outdated ones whose replacement is ready. A workload in a group
+// goes only with its whole group, once every workload in it may go.
+func (p *pass) retireStable(ctx context.Context) error {
+	mayGo := map[string]bool{} // group (or workload) name -> every member may go
+	why := map[string]string{}
+	var order []observed
 	for _, w := range p.workloads {
-		if w.Hash != "" {
+		if w.Hash != "" || w.Terminating {
 			continue
 		}
-		if svc := p.dgd.Spec.Services[w.Service]; svc == nil || svc.IsWorker() || p.backendOf[w.Service] != w.backend {
-			if err := p.delete(ctx, w); err != nil {
+		id := groupOf(w)
+		ok, reason := p.stableMayGo(w)
+		if _, seen := mayGo[id]; !seen {
+			mayGo[id] = true
+			order = append(order, w)
+		}
+		mayGo[id] = mayGo[id] && ok
+		if ok && why[id] == "" {
+			why[id] = reason
+		}
+	}
+	for _, w := range order {
+		if id := groupOf(w); mayGo[id] {
+			if err := p.delete(ctx, w, why[id]); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// stableMayGo reports whether a stable workload may be deleted, and why.
+func (p *pass) stableMayGo(w observed) (bool, string) {
+	svc := p.dgd.Spec.Services[w.Service]
+	switch {
+	case svc == nil:
+		return true, fmt.Sprintf("service %s is gone", w.Service)
+	case svc.IsWorker():
+		return true, fmt.Sprintf("service %s is a worker now", w.Service)
+	case p.backendOf[w.Service] != w.backend:
+		return true, fmt.Sprintf("service %s moved to %s", w.Service, p.backendOf[w.Service].Kind())
+	case !w.Outdated:
+		return false, ""
+	}
+	return p.replacedBy(w.Service, svc.DesiredReplicas())
+}
+
+// replacedBy reports whether a stable service's outdated workloads may go: its current
+// workload has at least R - ⌊R/4⌋ ready replicas (a Deployment's default maxUnavailable
+// of 25%, so a one-replica frontend never has none), or the outdated ones have none
+// ready (deleting them loses nothing).
+func (p *pass) replacedBy(service string, r int32) (bool, string) {
+	var ready, old int32
+	for _, w := range p.workloads {
+		if w.Service != service || w.Hash != "" || w.Terminating {
+			continue
+		}
+		if w.Outdated {
+			old += min(w.Ready, w.Replicas)
+		} else {
+			ready += min(w.Ready, w.Replicas)
+		}
+	}
+	floor := r - r/4
+	switch {
+	case ready >= floor:
+		return true, fmt.Sprintf("%s has %d/%d ready on its new template", service, ready, r)
+	case old == 0:
+		return true, fmt.Sprintf("%s had none ready on its old template", service)
+	}
+	return false, ""
+}
+
+// observedNamed reports whether a workload of that name was observed.
+func (p *pass) observedNamed(name string) bool {
+	for _, w := range p.workloads {
+		if w.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// groupOf names the object deleting w removes: its group, or w itself.
+func groupOf(w observed) string {
+	if w.Group != nil {
+		return w.Group.String()
+	}
+	return w.Kind + " " + w.Name
 }
 
 // cleanup deletes the workloads of old revisions once their whole pool is drained: every
@@ -262,8 +386,8 @@ func (p *pass) cleanup(ctx context.Context) error {
 		}
 	}
 	for _, w := range p.workloads {
-		if w.Hash != "" && drained[w.Hash] {
-			if err := p.delete(ctx, w); err != nil {
+		if w.Hash != "" && drained[w.Hash] && !w.Terminating {
+			if err := p.delete(ctx, w, fmt.Sprintf("revision %d is drained", p.revisionOf(w.Hash))); err != nil {
 				return err
 			}
 		}
@@ -271,16 +395,26 @@ func (p *pass) cleanup(ctx context.Context) error {
 	return nil
 }
 
-func (p *pass) delete(ctx context.Context, w observed) error {
-	if err := w.backend.Delete(ctx, p.dgd, w.Key); err != nil {
+// delete deletes the object holding w (its group, once) and says why in the step's
+// event.
+func (p *pass) delete(ctx context.Context, w observed, why string) error {
+	id := groupOf(w)
+	if p.deleted[id] {
+		return nil
+	}
+	if err := w.backend.Delete(ctx, p.dgd, w.Workload); err != nil {
 		return err
 	}
 	if p.deleted == nil {
 		p.deleted = map[string]bool{}
 	}
-	p.deleted[w.Name] = true
-	p.r.expected.forget(p.key(w.Name))
-	p.wrote = append(p.wrote, fmt.Sprintf("deleted %s %s", w.Kind, w.Name))
+	p.deleted[id] = true
+	for _, o := range p.workloads {
+		if groupOf(o) == id {
+			p.r.expected.forget(p.key(o.Name))
+		}
+	}
+	p.wrote = append(p.wrote, fmt.Sprintf("deleted %s (%s)", id, why))
 	return nil
 }
 

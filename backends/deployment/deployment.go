@@ -169,13 +169,16 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			return nil, err
 		}
 		out = append(out, backends.Workload{
-			Key:      key,
-			Kind:     Kind,
-			Name:     d.Name,
-			Replicas: ptr.Deref(d.Spec.Replicas, 1),
-			Ready:    d.Status.AvailableReplicas,
-			Updated:  d.Status.UpdatedReplicas,
-			Current:  d.Status.Replicas,
+			Key:         key,
+			Kind:        Kind,
+			Name:        d.Name,
+			Replicas:    ptr.Deref(d.Spec.Replicas, 1),
+			Ready:       d.Status.AvailableReplicas,
+			Updated:     d.Status.UpdatedReplicas,
+			Current:     d.Status.Replicas,
+			Synced:      d.Status.ObservedGeneration >= d.Generation,
+			Generation:  d.Generation,
+			Terminating: !d.DeletionTimestamp.IsZero(),
 		})
 	}
 	return out, nil
@@ -189,7 +192,7 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 }
 
 // Delete implements backends.Backend.
-func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
+func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}, Kind)
+		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
 }

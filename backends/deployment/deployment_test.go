@@ -121,11 +121,11 @@ func TestEnsureObserveScaleDelete(t *testing.T) {
 	})
 
 	t.Run("Delete is idempotent", func(t *testing.T) {
-		key := backends.Key{Service: "decode", Hash: "h1"}
-		if err := b.Delete(ctx, dgd, key); err != nil {
+		w := backends.Workload{Key: backends.Key{Service: "decode", Hash: "h1"}, Name: "g-decode-h1"}
+		if err := b.Delete(ctx, dgd, w); err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Delete(ctx, dgd, key); err != nil {
+		if err := b.Delete(ctx, dgd, w); err != nil {
 			t.Fatalf("second delete: %v", err)
 		}
 	})

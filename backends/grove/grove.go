@@ -1,9 +1,9 @@
 // Package grove is the Grove backend: one PodCliqueSet per worker revision
-// (`{dgd}-{hash}`, replicas 1) holding that revision's worker services, and one stable
-// PodCliqueSet `{dgd}` for the frontend and other non-worker services, updated in place.
-// A single-node service is a standalone PodClique; a multinode service is a
-// PodCliqueScalingGroup of a leader clique (1 pod) and a worker clique (nodeCount-1
-// pods), so one PCSG replica is one gang.
+// (`{dgd}-{hash}`, replicas 1) holding that revision's worker services, and one
+// PodCliqueSet per stable service and template (`{dgd}-{stable hash}`). A single-node
+// service is a standalone PodClique; a multinode service is a PodCliqueScalingGroup of
+// a leader clique (1 pod) and a worker clique (nodeCount-1 pods), so one PCSG replica
+// is one gang.
 //
 // Grove rejects adding or removing cliques on a live PodCliqueSet and does not push
 // template replica changes to existing PodCliques / PCSGs, so replicas are moved through
@@ -11,7 +11,16 @@
 // Grove recreates (Grove's generation hash excludes replicas, so this starts no Grove
 // rolling update). minAvailable (immutable in Grove) is 1 for standalone cliques and
 // scaling groups, so a planned scale-down to any count >= 1 never crosses it and never
-// triggers gang termination; a revision drained to zero is deleted as a whole.
+// triggers gang termination. A revision is never scaled to zero clique by clique
+// (Grove would warn AllScheduledReplicasLost and arm gang termination): the controller
+// deletes its PodCliqueSet whole once the plan drains it.
+//
+// A stable service's template is never changed in place: Grove's RollingRecreate
+// deletes a pod before creating its replacement, so a one-replica frontend would serve
+// nothing for a while (FACTS.md). A new template is a new PodCliqueSet beside the old
+// one (SideBySideStable); the controller deletes the old one once the new one is ready.
+// One PodCliqueSet per stable service also means adding or removing a planner never
+// changes the frontend's PodCliqueSet, whose composition Grove would reject changing.
 package grove
 
 import (
@@ -47,8 +56,10 @@ type Backend struct {
 }
 
 var (
-	_ backends.Backend      = (*Backend)(nil)
-	_ backends.LabelWatcher = (*Backend)(nil)
+	_ backends.Backend           = (*Backend)(nil)
+	_ backends.OwnerChainWatcher = (*Backend)(nil)
+	_ backends.SideBySideStable  = (*Backend)(nil)
+	_ backends.PoolHolder        = (*Backend)(nil)
 )
 
 // New returns a Grove backend.
@@ -60,20 +71,45 @@ func (b *Backend) Kind() string { return Kind }
 // Objects implements backends.Backend: the PodCliqueSets are the DGD's.
 func (b *Backend) Objects() []client.Object { return []client.Object{&grovev1.PodCliqueSet{}} }
 
-// Watched implements backends.LabelWatcher: PodCliques and PCSGs belong to their
-// PodCliqueSet and carry the DGD's labels from the clique templates.
+// Watched implements backends.OwnerChainWatcher: PodCliques belong to their
+// PodCliqueSet (standalone) or PodCliqueScalingGroup (a gang member), PCSGs to their
+// PodCliqueSet; Grove gives PCSGs none of the template's labels.
 func (b *Backend) Watched() []client.Object {
 	return []client.Object{&grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{}}
 }
 
+// StableSideBySide implements backends.SideBySideStable.
+func (b *Backend) StableSideBySide() bool { return true }
+
+// HoldsPools implements backends.PoolHolder: a revision is one PodCliqueSet.
+func (b *Backend) HoldsPools() bool { return true }
+
 // Name implements backends.Backend: `<pcs>-0-<clique>` or `<pcs>-0-<group>`, Grove's
-// names for the objects of the PodCliqueSet's replica 0.
+// names for the objects of the PodCliqueSet's replica 0, where the PodCliqueSet is the
+// revision's, or for a stable service the one of its current template.
 func (b *Backend) Name(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
 	svc := dgd.Spec.Services[key.Service]
 	if svc == nil {
 		svc = &v1alpha1.DynamoComponentDeploymentSharedSpec{}
 	}
-	return objectName(backends.GroupName(dgd.Name, key.Hash), placementOf(svc, key.Service))
+	return objectName(b.pcsName(dgd, key), placementOf(svc, key.Service))
+}
+
+// pcsName is the PodCliqueSet holding key under the current spec: the revision's, or
+// for a stable service the one named by its current template's hash.
+func (b *Backend) pcsName(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
+	if key.Hash != "" {
+		return backends.GroupName(dgd.Name, key.Hash)
+	}
+	svc := dgd.Spec.Services[key.Service]
+	if svc == nil {
+		return ""
+	}
+	pcs, err := renderStable(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()})
+	if err != nil {
+		return ""
+	}
+	return pcs.Name
 }
 
 func objectName(pcs string, pl placement) string {
@@ -84,48 +120,27 @@ func objectName(pcs string, pl placement) string {
 }
 
 // Ensure implements backends.Backend. A worker revision's PodCliqueSet is created once,
-// whole; a stable one is updated in place, or replaced when its composition changes
-// (Grove rejects adding or removing cliques on a live PodCliqueSet).
+// whole. Each stable service gets the PodCliqueSet of its current template, created
+// beside any older one (never changed in place), and is scaled through its scale
+// subresource.
 func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
-	want, err := render(dgd, pool)
-	if err != nil {
-		return err
-	}
-	if err := controllerutil.SetControllerReference(dgd, want, b.Scheme); err != nil {
-		return err
-	}
-	var have grovev1.PodCliqueSet
-	err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
-	switch {
-	case apierrors.IsNotFound(err):
-		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
+	if pool.Hash != "" {
+		want, err := render(dgd, pool)
+		if err != nil {
+			return err
 		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("getting PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
-	case !metav1.IsControlledBy(&have, dgd):
-		return fmt.Errorf("PodCliqueSet %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
-	case pool.Hash != "":
-		return nil // a worker revision never changes; Scale moves replicas
-	case composition(&have) != composition(want):
-		return backends.DeleteObject(ctx, b.Client, &have, Kind) // recreated with the new composition on the next pass
-	}
-	return b.updateStable(ctx, dgd, &have, want, pool)
-}
-
-// updateStable updates the stable PodCliqueSet's template in place (Grove rolls its
-// pods) and scales its cliques through their scale subresource.
-func (b *Backend) updateStable(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, have, want *grovev1.PodCliqueSet, pool backends.Pool) error {
-	if have.Annotations[backends.AnnotationTemplateHash] != want.Annotations[backends.AnnotationTemplateHash] {
-		patch := client.MergeFrom(have.DeepCopy())
-		have.Annotations[backends.AnnotationTemplateHash] = want.Annotations[backends.AnnotationTemplateHash]
-		have.Spec.Template = *keepImmutable(&have.Spec.Template, &want.Spec.Template)
-		if err := b.Client.Patch(ctx, have, patch); err != nil {
-			return fmt.Errorf("updating PodCliqueSet %s/%s: %w", have.Namespace, have.Name, err)
-		}
+		_, err = b.create(ctx, dgd, want)
+		return err
 	}
 	for _, sw := range pool.Services {
+		want, err := renderStable(dgd, sw)
+		if err != nil {
+			return err
+		}
+		created, err := b.create(ctx, dgd, want)
+		if err != nil || created {
+			return err
+		}
 		if err := b.Scale(ctx, dgd, sw.Key, sw.Replicas); err != nil {
 			return err
 		}
@@ -133,36 +148,34 @@ func (b *Backend) updateStable(ctx context.Context, dgd *v1alpha1.DynamoGraphDep
 	return nil
 }
 
-// keepImmutable returns want with the fields Grove makes immutable on a live
-// PodCliqueSet (clique roleName, minAvailable, startsAfter; scaling group cliqueNames,
-// minAvailable) and the replica counts taken from have.
-func keepImmutable(have, want *grovev1.PodCliqueSetTemplateSpec) *grovev1.PodCliqueSetTemplateSpec {
-	out := want.DeepCopy()
-	old := map[string]*grovev1.PodCliqueTemplateSpec{}
-	for _, c := range have.Cliques {
-		old[c.Name] = c
+// create creates want unless a PodCliqueSet of its name exists, and reports whether
+// it did. An existing one must be the DGD's.
+func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet) (bool, error) {
+	if err := controllerutil.SetControllerReference(dgd, want, b.Scheme); err != nil {
+		return false, err
 	}
-	for _, c := range out.Cliques {
-		if o, ok := old[c.Name]; ok {
-			c.Spec.RoleName, c.Spec.MinAvailable, c.Spec.StartsAfter, c.Spec.Replicas = o.Spec.RoleName, o.Spec.MinAvailable, o.Spec.StartsAfter, o.Spec.Replicas
+	var have grovev1.PodCliqueSet
+	err := b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
+	switch {
+	case apierrors.IsNotFound(err):
+		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			return false, fmt.Errorf("creating PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
 		}
+		return true, nil
+	case err != nil:
+		return false, fmt.Errorf("getting PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
+	case !metav1.IsControlledBy(&have, dgd):
+		return false, fmt.Errorf("PodCliqueSet %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
 	}
-	for i, g := range out.PodCliqueScalingGroupConfigs {
-		for _, o := range have.PodCliqueScalingGroupConfigs {
-			if o.Name == g.Name {
-				out.PodCliqueScalingGroupConfigs[i].CliqueNames, out.PodCliqueScalingGroupConfigs[i].MinAvailable = o.CliqueNames, o.MinAvailable
-				out.PodCliqueScalingGroupConfigs[i].Replicas = o.Replicas
-			}
-		}
-	}
-	return out
+	return false, nil
 }
 
 // Observe implements backends.Backend: one workload per service of every PodCliqueSet,
 // read from its PodClique (readyReplicas) or PodCliqueScalingGroup (availableReplicas:
 // gangs). An object Grove has not created yet counts with the template's replicas and
-// nothing ready. PodCliqueSets are found by controller reference, so one stripped of
-// its labels (and annotations) is still the DGD's: its labels are restored.
+// nothing ready. A PodCliqueSet being deleted counts as Terminating with no replicas.
+// PodCliqueSets are found by controller reference, so one stripped of its labels (and
+// annotations) is still the DGD's: its labels are restored.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list grovev1.PodCliqueSetList
 	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
@@ -171,26 +184,68 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 	var out []backends.Workload
 	for i := range list.Items {
 		pcs := &list.Items[i]
-		if !metav1.IsControlledBy(pcs, dgd) || !pcs.DeletionTimestamp.IsZero() {
+		if !metav1.IsControlledBy(pcs, dgd) {
 			continue
 		}
-		hash := workerHash(pcs)
-		if err := backends.RestoreLabels(ctx, b.Client, pcs, pcsLabels(dgd, hash)); err != nil {
+		ws, err := b.observeSet(ctx, dgd, pcs)
+		if err != nil {
 			return nil, err
 		}
-		for service, pl := range placements(pcs) {
-			w, err := b.observeOne(ctx, pcs, backends.Key{Service: service, Hash: hash}, pl)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, w)
-		}
+		out = append(out, ws...)
 	}
 	return out, nil
 }
 
+func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) ([]backends.Workload, error) {
+	hash := workerHash(pcs)
+	var outdated bool
+	if pcs.DeletionTimestamp.IsZero() {
+		want := pcsLabels(dgd, hash)
+		if hash == "" {
+			outdated = b.stableOutdated(dgd, pcs)
+			if h := pcsStableHash(dgd, pcs); h != "" {
+				want[LabelStableHash] = h
+			}
+		}
+		if err := backends.RestoreLabels(ctx, b.Client, pcs, want); err != nil {
+			return nil, err
+		}
+	}
+	var out []backends.Workload
+	for service, pl := range placements(pcs) {
+		w, err := b.observeOne(ctx, pcs, backends.Key{Service: service, Hash: hash}, pl)
+		if err != nil {
+			return nil, err
+		}
+		w.Outdated = outdated
+		out = append(out, w)
+	}
+	return out, nil
+}
+
+// stableOutdated reports whether a stable PodCliqueSet is not the one the spec renders
+// now for the service it holds.
+func (b *Backend) stableOutdated(dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) bool {
+	places := placements(pcs)
+	if len(places) != 1 {
+		return true
+	}
+	for service := range places {
+		svc := dgd.Spec.Services[service]
+		if svc == nil || svc.IsWorker() {
+			return true
+		}
+		return b.pcsName(dgd, backends.Key{Service: service}) != pcs.Name
+	}
+	return true
+}
+
 func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, wk backends.Key, pl placement) (backends.Workload, error) {
-	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl)}
+	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl), Group: &backends.ObjectRef{Kind: Kind, Name: pcs.Name}, Synced: true}
+	if !pcs.DeletionTimestamp.IsZero() {
+		w.Kind, w.Terminating = Kind, true
+		return w, nil
+	}
 	key := client.ObjectKey{Namespace: pcs.Namespace, Name: w.Name}
 	if pl.Group != "" {
 		w.Kind, w.Replicas = "PodCliqueScalingGroup", templateReplicas(pcs, pl)
@@ -200,7 +255,12 @@ func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, wk 
 		} else if err != nil {
 			return w, fmt.Errorf("getting PodCliqueScalingGroup %s: %w", key, err)
 		}
+		if !metav1.IsControlledBy(&g, pcs) {
+			return w, nil // left by an earlier PodCliqueSet of this name: Grove has not made ours yet
+		}
 		w.Replicas, w.Ready, w.Updated, w.Current = g.Spec.Replicas, g.Status.AvailableReplicas, g.Status.UpdatedReplicas, g.Status.Replicas
+		w.Generation, w.Synced = g.Generation, ptr.Deref(g.Status.ObservedGeneration, 0) >= g.Generation
+		w.Terminating = !g.DeletionTimestamp.IsZero()
 		return w, nil
 	}
 	w.Kind, w.Replicas = "PodClique", templateReplicas(pcs, pl)
@@ -210,7 +270,12 @@ func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, wk 
 	} else if err != nil {
 		return w, fmt.Errorf("getting PodClique %s: %w", key, err)
 	}
+	if !metav1.IsControlledBy(&c, pcs) {
+		return w, nil
+	}
 	w.Replicas, w.Ready, w.Updated, w.Current = c.Spec.Replicas, c.Status.ReadyReplicas, c.Status.UpdatedReplicas, c.Status.Replicas
+	w.Generation, w.Synced = c.Generation, ptr.Deref(c.Status.ObservedGeneration, 0) >= c.Generation
+	w.Terminating = !c.DeletionTimestamp.IsZero()
 	return w, nil
 }
 
@@ -232,7 +297,7 @@ func templateReplicas(pcs *grovev1.PodCliqueSet, pl placement) int32 {
 // the PodCliqueSet template in step for objects Grove recreates.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
 	var pcs grovev1.PodCliqueSet
-	pcsKey := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.GroupName(dgd.Name, key.Hash)}
+	pcsKey := client.ObjectKey{Namespace: dgd.Namespace, Name: b.pcsName(dgd, key)}
 	if err := b.Client.Get(ctx, pcsKey, &pcs); err != nil {
 		return fmt.Errorf("getting PodCliqueSet %s: %w", pcsKey, err)
 	}
@@ -240,18 +305,19 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 	if !ok {
 		return fmt.Errorf("PodCliqueSet %s holds no service %s", pcsKey, key.Service)
 	}
-	if err := b.scaleObject(ctx, pcs.Namespace, objectName(pcs.Name, pl), pl, replicas); err != nil {
+	if err := b.scaleObject(ctx, &pcs, objectName(pcs.Name, pl), pl, replicas); err != nil {
 		return err
 	}
 	return b.scaleTemplate(ctx, &pcs, pl, replicas)
 }
 
-func (b *Backend) scaleObject(ctx context.Context, ns, name string, pl placement, replicas int32) error {
+func (b *Backend) scaleObject(ctx context.Context, pcs *grovev1.PodCliqueSet, name string, pl placement, replicas int32) error {
 	var obj client.Object = &grovev1.PodClique{}
 	if pl.Group != "" {
 		obj = &grovev1.PodCliqueScalingGroup{}
 	}
-	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); apierrors.IsNotFound(err) {
+	ns := pcs.Namespace
+	if err := b.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, obj); apierrors.IsNotFound(err) || err == nil && !metav1.IsControlledBy(obj, pcs) {
 		return nil // Grove creates it from the template, which scaleTemplate keeps in step
 	} else if err != nil {
 		return fmt.Errorf("getting %s/%s: %w", ns, name, err)
@@ -280,7 +346,7 @@ func (b *Backend) scaleObject(ctx context.Context, ns, name string, pl placement
 // list would silently undo it.
 func (b *Backend) scaleTemplate(ctx context.Context, pcs *grovev1.PodCliqueSet, pl placement, replicas int32) error {
 	if templateReplicas(pcs, pl) == replicas || replicas == 0 {
-		return nil // Grove defaults a template count of 0 to 1: a drained revision is deleted instead
+		return nil // Grove rejects a template count of 0: a drained revision is deleted instead
 	}
 	var ops []jsonPatchOp
 	for i, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
@@ -314,10 +380,14 @@ type jsonPatchOp struct {
 	Value any    `json:"value"`
 }
 
-// Delete implements backends.Backend. Grove cannot remove one clique from a live
-// PodCliqueSet, so deleting any workload of a revision deletes the revision's
-// PodCliqueSet (the controller only deletes a worker revision once it is drained whole).
-func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
-	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: backends.GroupName(dgd.Name, key.Hash)}}
+// Delete implements backends.Backend: the PodCliqueSet holding w (Grove cannot remove
+// one clique from a live PodCliqueSet; the controller deletes a revision only once the
+// plan drains it whole, a stable one once its replacement is ready).
+func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
+	name := b.pcsName(dgd, w.Key)
+	if w.Group != nil {
+		name = w.Group.Name
+	}
+	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name}}
 	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
 }

@@ -1,9 +1,10 @@
 package grove
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"sort"
 	"strings"
 	"time"
@@ -21,16 +22,29 @@ import (
 // service: Grove names are short and DNS-safe, service names need not be.
 const AnnotationCliques = "nvidia.com/dgd-cliques"
 
+// LabelStableHash is the hash of a stable service's rendered template, on the
+// PodCliqueSet that runs that template (absent on worker revisions' PodCliqueSets).
+const LabelStableHash = "nvidia.com/dgd-stable-hash"
+
 // TerminationDelay is set explicitly (Grove's default): a clique below its minAvailable
 // for this long has its PodCliqueSet replica gang-terminated.
 const TerminationDelay = 4 * time.Hour
+
+// Leader and worker clique suffixes of a multinode service's scaling group, as Dynamo
+// names them (`<service>-ldr`, `<service>-wkr`), so Dynamo's leader address
+// `$(GROVE_PCSG_NAME)-$(GROVE_PCSG_INDEX)-<service>-ldr-0.$(GROVE_HEADLESS_SERVICE)`
+// holds on our PodCliqueSets too.
+const (
+	LeaderSuffix = "-ldr"
+	WorkerSuffix = "-wkr"
+)
 
 // placement says where a service lives inside a PodCliqueSet.
 type placement struct {
 	// Clique is the standalone clique of a single-node service.
 	Clique string `json:"clique,omitempty"`
-	// Group is the scaling group of a multinode service; its cliques are Group+"-l"
-	// (the leader, 1 pod) and Group+"-w" (nodeCount-1 workers).
+	// Group is the scaling group of a multinode service; its cliques are
+	// Group+LeaderSuffix (1 pod) and Group+WorkerSuffix (nodeCount-1 pods).
 	Group string `json:"group,omitempty"`
 }
 
@@ -49,9 +63,7 @@ func shortName(service string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	h := fnv.New32a()
-	_, _ = h.Write([]byte(service))
-	return strings.TrimRight(s[:max-5], "-") + fmt.Sprintf("-%04x", h.Sum32()&0xffff)
+	return strings.TrimRight(s[:max-5], "-") + "-" + shortHash(service)[:4]
 }
 
 func placementOf(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, service string) placement {
@@ -61,21 +73,61 @@ func placementOf(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, service stri
 	return placement{Clique: shortName(service, 20)}
 }
 
-// render builds the PodCliqueSet of one pool: every service of a worker revision, or the
-// stable services. Replicas 1; every field Grove's defaulting webhook would set is set.
+// render builds the PodCliqueSet of one worker revision: every service of the pool,
+// replicas 1; every field Grove's defaulting webhook would set is set.
 func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) (*grovev1.PodCliqueSet, error) {
+	tmpl, places, err := renderTemplate(dgd, pool.Services)
+	if err != nil {
+		return nil, err
+	}
+	return newPodCliqueSet(dgd, backends.GroupName(dgd.Name, pool.Hash), pcsLabels(dgd, pool.Hash), tmpl, places), nil
+}
+
+// renderStable builds the PodCliqueSet of one stable service: named and labelled by
+// the hash of its template (replicas excluded), so a template change is a new
+// PodCliqueSet beside the old one (see Backend.StableSideBySide).
+func renderStable(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*grovev1.PodCliqueSet, error) {
+	tmpl, places, err := renderTemplate(dgd, []backends.ServiceWorkload{sw})
+	if err != nil {
+		return nil, err
+	}
+	h := stableHash(tmpl)
+	labels := pcsLabels(dgd, "")
+	labels[v1alpha1.LabelService] = backends.Labels(dgd, sw.Service, "")[v1alpha1.LabelService]
+	labels[LabelStableHash] = h
+	return newPodCliqueSet(dgd, backends.GroupName(dgd.Name, h), labels, tmpl, places), nil
+}
+
+func newPodCliqueSet(dgd *v1alpha1.DynamoGraphDeployment, name string, labels map[string]string,
+	tmpl grovev1.PodCliqueSetTemplateSpec, places map[string]placement) *grovev1.PodCliqueSet {
+	raw, _ := json.Marshal(places)
+	return &grovev1.PodCliqueSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: dgd.Namespace, Labels: labels,
+			Annotations: map[string]string{AnnotationCliques: string(raw)},
+		},
+		Spec: grovev1.PodCliqueSetSpec{
+			Replicas:       1,
+			UpdateStrategy: &grovev1.PodCliqueSetUpdateStrategy{Type: grovev1.RollingRecreateStrategy},
+			Template:       tmpl,
+		},
+	}
+}
+
+// renderTemplate renders the cliques and scaling groups of services, sorted by name.
+func renderTemplate(dgd *v1alpha1.DynamoGraphDeployment, services []backends.ServiceWorkload) (grovev1.PodCliqueSetTemplateSpec, map[string]placement, error) {
 	tmpl := grovev1.PodCliqueSetTemplateSpec{
 		StartupType:           ptr.To(grovev1.CliqueStartupTypeAnyOrder),
 		TerminationDelay:      &metav1.Duration{Duration: TerminationDelay},
 		HeadlessServiceConfig: &grovev1.HeadlessServiceConfig{PublishNotReadyAddresses: true},
 	}
 	places := map[string]placement{}
-	services := append([]backends.ServiceWorkload(nil), pool.Services...)
-	sort.Slice(services, func(i, j int) bool { return services[i].Service < services[j].Service })
-	for _, sw := range services {
+	sorted := append([]backends.ServiceWorkload(nil), services...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Service < sorted[j].Service })
+	for _, sw := range sorted {
 		pod, err := backends.PodTemplate(dgd, sw.Service, sw.Hash, sw.Spec, dgd.Spec.Envs)
 		if err != nil {
-			return nil, err
+			return tmpl, nil, err
 		}
 		pl := placementOf(sw.Spec, sw.Service)
 		places[sw.Service] = pl
@@ -85,26 +137,36 @@ func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) (*grovev1.P
 			continue
 		}
 		n := sw.Spec.NodeCount()
-		tmpl.Cliques = append(tmpl.Cliques, clique(pl.Group+"-l", pod, 1, 1), clique(pl.Group+"-w", pod, n-1, n-1))
+		tmpl.Cliques = append(tmpl.Cliques, clique(pl.Group+LeaderSuffix, pod, 1, 1), clique(pl.Group+WorkerSuffix, pod, n-1, n-1))
 		tmpl.PodCliqueScalingGroupConfigs = append(tmpl.PodCliqueScalingGroupConfigs, grovev1.PodCliqueScalingGroupConfig{
-			Name: pl.Group, CliqueNames: []string{pl.Group + "-l", pl.Group + "-w"},
+			Name: pl.Group, CliqueNames: []string{pl.Group + LeaderSuffix, pl.Group + WorkerSuffix},
 			Replicas: ptr.To(max(sw.Replicas, 1)), MinAvailable: ptr.To[int32](1),
 		})
 	}
-	raw, _ := json.Marshal(places)
-	pcs := &grovev1.PodCliqueSet{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: backends.GroupName(dgd.Name, pool.Hash), Namespace: dgd.Namespace, Labels: pcsLabels(dgd, pool.Hash),
-			Annotations: map[string]string{AnnotationCliques: string(raw)},
-		},
-		Spec: grovev1.PodCliqueSetSpec{
-			Replicas:       1,
-			UpdateStrategy: &grovev1.PodCliqueSetUpdateStrategy{Type: grovev1.RollingRecreateStrategy},
-			Template:       tmpl,
-		},
+	return tmpl, places, nil
+}
+
+// stableHash is 8 hex characters of the SHA-256 of a template with its replica counts
+// cleared: scaling a stable service is not a new template.
+func stableHash(tmpl grovev1.PodCliqueSetTemplateSpec) string {
+	t := tmpl.DeepCopy()
+	for _, c := range t.Cliques {
+		c.Spec.Replicas = 0
 	}
-	pcs.Annotations[backends.AnnotationTemplateHash] = backends.TemplateHash(pcs.Spec.Template)
-	return pcs, nil
+	for i := range t.PodCliqueScalingGroupConfigs {
+		t.PodCliqueScalingGroupConfigs[i].Replicas = nil
+	}
+	return shortHash(t)
+}
+
+// shortHash is the first 8 hex characters of the SHA-256 of v's JSON.
+func shortHash(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("grove: hashing %T: %v", v, err)) // plain API structs always encode
+	}
+	sum := sha256.Sum256(raw)
+	return hex.EncodeToString(sum[:])[:8]
 }
 
 func clique(name string, pod corev1.PodTemplateSpec, replicas, minAvailable int32) *grovev1.PodCliqueTemplateSpec {
@@ -122,7 +184,7 @@ func clique(name string, pod corev1.PodTemplateSpec, replicas, minAvailable int3
 }
 
 // pcsLabels are the labels of a PodCliqueSet: the graph, the worker hash (none on the
-// stable one) and managed-by.
+// stable ones) and managed-by.
 func pcsLabels(dgd *v1alpha1.DynamoGraphDeployment, hash string) map[string]string {
 	labels := backends.SelectorLabels(dgd, "", hash)
 	delete(labels, v1alpha1.LabelService)
@@ -159,7 +221,7 @@ func placements(pcs *grovev1.PodCliqueSet) map[string]placement {
 	return out
 }
 
-// workerHash is the worker revision of a PodCliqueSet ("" for the stable one): its
+// workerHash is the worker revision of a PodCliqueSet ("" for a stable one): its
 // label, else its cliques' (pod template) label.
 func workerHash(pcs *grovev1.PodCliqueSet) string {
 	if h := pcs.Labels[v1alpha1.LabelWorkerHash]; h != "" {
@@ -173,16 +235,20 @@ func workerHash(pcs *grovev1.PodCliqueSet) string {
 	return ""
 }
 
-// composition lists a PodCliqueSet's cliques and scaling groups: Grove rejects changing
-// it on a live object.
-func composition(pcs *grovev1.PodCliqueSet) string {
-	var parts []string
-	for _, c := range pcs.Spec.Template.Cliques {
-		parts = append(parts, "c:"+c.Name)
+// pcsStableHash is the stable template hash a stable PodCliqueSet runs: its label, else
+// (a PodCliqueSet stripped of its labels) the suffix of its name, which renderStable
+// made from the hash. A PodCliqueSet made before stable services had one each (named
+// `{dgd}`, holding every stable service) has none: it is outdated whatever it runs.
+func pcsStableHash(dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) string {
+	if h := pcs.Labels[LabelStableHash]; h != "" {
+		return h
 	}
-	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
-		parts = append(parts, "g:"+g.Name+"="+strings.Join(g.CliqueNames, ","))
+	if len(placements(pcs)) != 1 {
+		return ""
 	}
-	sort.Strings(parts)
-	return strings.Join(parts, ";")
+	h := pcs.Name[strings.LastIndex(pcs.Name, "-")+1:]
+	if pcs.Name != backends.GroupName(dgd.Name, h) {
+		return ""
+	}
+	return h
 }

@@ -157,13 +157,16 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			return nil, err
 		}
 		out = append(out, backends.Workload{
-			Key:      key,
-			Kind:     Kind,
-			Name:     l.Name,
-			Replicas: ptr.Deref(l.Spec.Replicas, 1),
-			Ready:    l.Status.ReadyReplicas,
-			Updated:  l.Status.UpdatedReplicas,
-			Current:  l.Status.Replicas,
+			Key:         key,
+			Kind:        Kind,
+			Name:        l.Name,
+			Replicas:    ptr.Deref(l.Spec.Replicas, 1),
+			Ready:       l.Status.ReadyReplicas,
+			Updated:     l.Status.UpdatedReplicas,
+			Current:     l.Status.Replicas,
+			Synced:      l.Status.ObservedGeneration >= l.Generation,
+			Generation:  l.Generation,
+			Terminating: !l.DeletionTimestamp.IsZero(),
 		})
 	}
 	return out, nil
@@ -177,7 +180,7 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 }
 
 // Delete implements backends.Backend.
-func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) error {
+func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}}, Kind)
+		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
 }

@@ -95,3 +95,12 @@ func (d *DGD) Backend(b v1alpha1.BackendType) *DGD {
 	d.obj.Spec.Backend = b
 	return d
 }
+
+// AddService adds a non-worker service (a planner, say) to a live DGD object.
+func AddService(dgd *v1alpha1.DynamoGraphDeployment, name, componentType string, replicas int32, image string) {
+	dgd.Spec.Services[name] = &v1alpha1.DynamoComponentDeploymentSharedSpec{
+		ComponentType: componentType,
+		Replicas:      ptr.To(replicas),
+		ExtraPodSpec:  &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: image}},
+	}
+}

@@ -65,6 +65,33 @@ func (e *Env) PlayDeployments(ctx context.Context, ns, dgd string, grow int32) (
 	return changed, nil
 }
 
+// LagDeployments plays a Deployment controller whose status lags one write behind
+// and overstates readiness: every Deployment of the DGD whose status has not caught up
+// with its spec (observedGeneration < generation) gets a status that still carries the
+// old observedGeneration but reports every replica of the new spec available. It
+// returns the Deployments it wrote. PlayDeployments then writes the truth.
+func (e *Env) LagDeployments(ctx context.Context, ns, dgd string) ([]string, error) {
+	ds, err := e.Deployments(ctx, ns, dgd)
+	if err != nil {
+		return nil, err
+	}
+	var wrote []string
+	for i := range ds {
+		d := &ds[i]
+		if d.Status.ObservedGeneration >= d.Generation {
+			continue
+		}
+		spec := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Status.ObservedGeneration, Replicas: spec, ReadyReplicas: spec,
+			AvailableReplicas: spec, UpdatedReplicas: spec}
+		if err := e.Client.Status().Update(ctx, d); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("lagging Deployment %s: %w", d.Name, err)
+		}
+		wrote = append(wrote, d.Name)
+	}
+	return wrote, nil
+}
+
 // Snapshot is a DGD, its Deployments and LeaderWorkerSets, and its worker workloads as
 // invariants.Workloads.
 type Snapshot struct {
@@ -109,29 +136,59 @@ func (e *Env) Take(ctx context.Context, ns, name string) (Snapshot, error) {
 	if s.PCS, err = e.PodCliqueSets(ctx, ns, name); err != nil {
 		return s, err
 	}
-	pclqs, pcsgs, err := e.groveObjects(ctx, ns, name)
-	if err != nil {
-		return s, err
-	}
-	seen := map[string]bool{}
-	for _, c := range pclqs {
-		if ownedByLive(&c, s.PCS) { // the garbage collector would remove the others
-			seen[c.Name] = true
-			s.add(c.Labels, c.Name, c.Spec.Replicas, c.Status.ReadyReplicas, c.Status.Replicas)
+	if len(s.PCS) > 0 {
+		w, err := e.readGrove(ctx, ns)
+		if err != nil {
+			return s, err
 		}
-	}
-	for _, g := range pcsgs {
-		if ownedByLive(&g, s.PCS) {
-			seen[g.Name] = true
-			s.add(g.Labels, g.Name, g.Spec.Replicas, g.Status.AvailableReplicas, g.Status.Replicas)
-		}
-	}
-	for _, pcs := range s.PCS {
-		for _, c := range missingGroveChildren(&pcs, seen) {
-			s.add(c.labels, c.name, c.replicas, 0, 0) // Grove has not created it yet
+		for _, pcs := range s.PCS {
+			if pcs.DeletionTimestamp.IsZero() {
+				s.addGrove(w, &pcs)
+			}
 		}
 	}
 	return s, nil
+}
+
+// addGrove records the workloads of one PodCliqueSet: for every service (named by its
+// clique template's labels: Grove gives PCSGs none of them), its standalone PodClique
+// or its PCSG, or the template's count with nothing ready while Grove has not made it.
+func (s *Snapshot) addGrove(w *groveWorld, pcs *grovev1.PodCliqueSet) {
+	group := map[string]string{}
+	for _, g := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+		for _, c := range g.CliqueNames {
+			group[c] = g.Name
+		}
+	}
+	done := map[string]bool{}
+	for _, t := range pcs.Spec.Template.Cliques {
+		labels := map[string]string{v1alpha1.LabelService: t.Labels[v1alpha1.LabelService], v1alpha1.LabelWorkerHash: t.Labels[v1alpha1.LabelWorkerHash]}
+		name, replicas := pcs.Name+"-0-"+t.Name, t.Spec.Replicas
+		if g, ok := group[t.Name]; ok {
+			name = pcs.Name + "-0-" + g
+			for _, c := range pcs.Spec.Template.PodCliqueScalingGroupConfigs {
+				if c.Name == g {
+					replicas = ptr.Deref(c.Replicas, 1)
+				}
+			}
+		}
+		if done[name] {
+			continue
+		}
+		done[name] = true
+		var spec, ready, actual int32 = replicas, 0, 0
+		for _, c := range w.pclqs {
+			if c.Name == name && w.live(&c) {
+				spec, ready, actual = c.Spec.Replicas, c.Status.ReadyReplicas, c.Status.Replicas
+			}
+		}
+		for _, g := range w.pcsgs {
+			if g.Name == name && w.live(&g) {
+				spec, ready, actual = g.Spec.Replicas, g.Status.AvailableReplicas, g.Status.Replicas
+			}
+		}
+		s.add(labels, name, spec, ready, actual)
+	}
 }
 
 func (s *Snapshot) add(labels map[string]string, name string, spec, ready, actual int32) {

@@ -23,7 +23,7 @@ func (e *Env) WaitSettled(ctx context.Context, ns, name string) (Snapshot, error
 			return s, nil
 		}
 		if time.Now().After(deadline) {
-			return s, fmt.Errorf("%s/%s did not settle within %s (last error %v): status %+v", ns, name, SettleTimeout, err, s.DGD.Status)
+			return s, fmt.Errorf("%s/%s did not settle within %s (last error %v): workloads %+v, status %+v", ns, name, SettleTimeout, err, s.records, s.DGD.Status)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

@@ -27,6 +27,7 @@ type Env struct {
 	env    *envtest.Environment
 	cancel context.CancelFunc
 	done   chan error
+	grove  groveState
 }
 
 // RepoRoot is the repository root, found from this file's location.

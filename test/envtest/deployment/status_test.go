@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/test/harness"
@@ -33,21 +32,8 @@ func eventReasons(ns string) []string {
 
 // reconciles reads controller-runtime's reconcile counter for the DGD controller.
 func reconciles() float64 {
-	families, err := ctrlmetrics.Registry.Gather()
+	n, err := harness.Reconciles()
 	Expect(err).NotTo(HaveOccurred())
-	var n float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == "dynamographdeployment" {
-					n += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
 	return n
 }
 

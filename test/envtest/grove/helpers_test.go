@@ -1,6 +1,7 @@
 package grove_test
 
 import (
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/gomega"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -17,4 +18,28 @@ func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
 // update applies a change to the live DGD.
 func update(ns, name string, change func(*v1alpha1.DynamoGraphDeployment)) {
 	Expect(env.Update(ctx, ns, name, change)).To(Succeed())
+}
+
+// stablePCS is the live PodCliqueSet of a stable service (labelled with it), or nil.
+func stablePCS(s harness.Snapshot, service string) *grovev1.PodCliqueSet {
+	for i := range s.PCS {
+		p := &s.PCS[i]
+		if p.Labels[v1alpha1.LabelService] == service && p.Labels[v1alpha1.LabelWorkerHash] == "" && p.DeletionTimestamp.IsZero() {
+			return p
+		}
+	}
+	return nil
+}
+
+// frontendOn reports whether the frontend runs image in exactly one PodCliqueSet (its
+// old one is gone).
+func frontendOn(s harness.Snapshot, image string) bool {
+	n := 0
+	for _, p := range s.PCS {
+		if p.Labels[v1alpha1.LabelWorkerHash] == "" && p.DeletionTimestamp.IsZero() {
+			n++
+		}
+	}
+	p := stablePCS(s, "Frontend")
+	return n == 1 && p != nil && p.Spec.Template.Cliques[0].Spec.PodSpec.Containers[0].Image == image
 }

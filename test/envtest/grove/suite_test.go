@@ -31,6 +31,7 @@ var (
 	ctx      = context.Background()
 	nsN      int
 	rejected = &webhookRules{}
+	belowMin = &cliquesBelowMinAvailable{found: map[string]bool{}}
 )
 
 func TestGroveBackend(t *testing.T) {
@@ -45,15 +46,22 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 	Expect(rejected.watch(env)).To(Succeed())
+	stop, err := env.Watch(ctx, "", belowMin.check, &grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stop)
 })
 
 var _ = AfterSuite(func() {
 	Expect(rejected.violations()).To(BeEmpty(), "writes Grove's validating webhook would reject")
+	Expect(belowMin.list()).To(BeEmpty(), "cliques set below their minAvailable (Grove arms gang termination)")
+	Expect(groveWarnings()).To(BeEmpty(), "Warning events Grove emits (AllScheduledReplicasLost...)")
 })
+
+func nsName(i int) string { return fmt.Sprintf("grove-%d", i) }
 
 func newNamespace() string {
 	nsN++
-	ns := fmt.Sprintf("grove-%d", nsN)
+	ns := nsName(nsN)
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	return ns
 }
