@@ -248,6 +248,7 @@ type DynamoGraphDeploymentStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=dgd
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it is a label value on every workload"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.backend) || self.spec.backend != 'Grove' || !has(self.spec.services) || self.spec.services.all(k, self.metadata.name.size() + 9 + (has(self.spec.services[k].multinode) && self.spec.services[k].multinode.nodeCount >= 2 ? 2 * k.size() + 4 : k.size()) <= 45)",message="on Grove, a pod's name holds its PodCliqueSet (the DGD's name and an 8-character hash), scaling group and clique: metadata.name plus 9 plus the service name (twice plus 4 for a multinode service) must be at most Grove's 45 characters; shorten the DGD or service name",fieldPath=".spec.services"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Up-to-date",type=integer,JSONPath=`.status.updatedReplicas`
 // +kubebuilder:printcolumn:name="Revision",type=integer,JSONPath=`.status.updateRevisionNumber`

@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -27,7 +28,8 @@ const (
 // kept as given so that Dynamo manifests apply unchanged under strict field validation.
 type DynamoComponentDeploymentSharedSpec struct {
 	// Annotations added to the workloads and pods of this service. The rolling-update
-	// annotations above are read by the operator.
+	// annotations above are read by the operator, and
+	// nvidia.com/vllm-distributed-executor-backend (mp or ray) by a vLLM gang.
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// Labels added to the workloads and pods of this service.
@@ -100,21 +102,75 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	CompilationCache *runtime.RawExtension `json:"compilationCache,omitempty"`
-	// Ingress is kept as given.
+	// Ingress exposes the service (a frontend) through an Ingress: host
+	// `[hostPrefix]host.<hostSuffix>`, path / to the service's Service on port 8000.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	Ingress *runtime.RawExtension `json:"ingress,omitempty"`
-	// SharedMemory is kept as given.
+	Ingress *IngressSpec `json:"ingress,omitempty"`
+	// SharedMemory sizes the memory-backed /dev/shm volume every component gets (8Gi
+	// by default), or removes it.
 	// +optional
-	// +kubebuilder:pruning:PreserveUnknownFields
-	// +kubebuilder:validation:Schemaless
-	// +kubebuilder:validation:Type=object
-	SharedMemory *runtime.RawExtension `json:"sharedMemory,omitempty"`
+	SharedMemory *SharedMemorySpec `json:"sharedMemory,omitempty"`
+	// RuntimeVersionOverride is the Dynamo runtime version (semver) of the image, for
+	// images whose tag is not one; it decides version-dependent env and probes.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	RuntimeVersionOverride string `json:"runtimeVersionOverride,omitempty"`
 	// VolumeMounts is kept as given.
 	// +optional
 	VolumeMounts []runtime.RawExtension `json:"volumeMounts,omitempty"`
+}
+
+// IngressSpec is Dynamo's ingress shape.
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.host) && self.host.size() > 0)",message="host is required when ingress is enabled",fieldPath=".host",reason=FieldValueRequired
+type IngressSpec struct {
+	// Enabled creates the Ingress.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+	// Host is the host name's first label, e.g. the DGD's name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	Host string `json:"host,omitempty"`
+	// HostPrefix is prepended to Host.
+	// +optional
+	HostPrefix *string `json:"hostPrefix,omitempty"`
+	// HostSuffix is the domain after Host (the operator's --ingress-host-suffix, "local"
+	// by default, when unset).
+	// +optional
+	HostSuffix *string `json:"hostSuffix,omitempty"`
+	// IngressControllerClassName is the Ingress's class.
+	// +optional
+	IngressControllerClassName *string `json:"ingressControllerClassName,omitempty"`
+	// TLS names the Secret holding the certificate.
+	// +optional
+	TLS *IngressTLSSpec `json:"tls,omitempty"`
+	// Annotations and Labels are added to the Ingress.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// UseVirtualService and VirtualServiceGateway are accepted for compatibility
+	// (Istio VirtualServices are not rendered by this operator).
+	// +optional
+	UseVirtualService bool `json:"useVirtualService,omitempty"`
+	// +optional
+	VirtualServiceGateway *string `json:"virtualServiceGateway,omitempty"`
+}
+
+// IngressTLSSpec names the TLS Secret of an Ingress.
+type IngressTLSSpec struct {
+	// +optional
+	SecretName string `json:"secretName,omitempty"`
+}
+
+// SharedMemorySpec is Dynamo's shared-memory shape.
+// +kubebuilder:validation:XValidation:rule="!(has(self.disabled) && self.disabled && has(self.size))",message="sharedMemory.size must not be set when sharedMemory.disabled is true",fieldPath=".size"
+type SharedMemorySpec struct {
+	// Disabled removes the /dev/shm volume.
+	// +optional
+	Disabled bool `json:"disabled,omitempty"`
+	// Size is the volume's sizeLimit (8Gi when unset or 0).
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
 }
 
 // MultinodeSpec makes every replica of a service a gang of NodeCount pods.
