@@ -125,6 +125,13 @@ type SideBySideStable interface {
 	StableSideBySide() bool
 }
 
+// SpecValidator is implemented by a backend with limits of its own on a DGD's spec
+// (Grove: the length of the names it derives). The controller reports an error as
+// InvalidSpec before anything is written.
+type SpecValidator interface {
+	ValidateSpec(dgd *v1alpha1.DynamoGraphDeployment, services []string) error
+}
+
 // PoolHolder is implemented by a backend that holds a worker revision's workloads in
 // one object (Grove's PodCliqueSet): the controller creates the pool whole, with every
 // worker service the backend runs, never adds a service to an existing one, and

@@ -12,10 +12,13 @@ import (
 
 // PatchReplicas reads the object key into obj and sets its replicas (the field that
 // replicas points to, nil meaning 1) to n with a merge patch; no write when it is n
-// already. kind names the object in errors.
+// already, nor when the object is gone (Backend: NotFound counts as success; the next
+// Observe no longer reports it). kind names the object in errors.
 func PatchReplicas[T client.Object](ctx context.Context, c client.Client, obj T, key client.ObjectKey, kind string,
 	replicas func(T) **int32, n int32) error {
-	if err := c.Get(ctx, key, obj); err != nil {
+	if err := c.Get(ctx, key, obj); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("getting %s %s: %w", kind, key, err)
 	}
 	field := replicas(obj)

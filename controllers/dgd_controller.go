@@ -10,14 +10,17 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -26,16 +29,21 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
 
 // Reconciler reconciles DynamoGraphDeployments.
 type Reconciler struct {
-	Client   client.Client
-	Scheme   *runtime.Scheme
-	Recorder events.EventRecorder
-	Backends *backends.Registry
-	History  revisions.Interface
+	Client client.Client
+	// APIReader reads past the cache (Secrets, which the operator does not watch).
+	APIReader client.Reader
+	Scheme    *runtime.Scheme
+	Recorder  events.EventRecorder
+	Backends  *backends.Registry
+	History   revisions.Interface
+	// Platform is the cluster's Dynamo platform pods are rendered for.
+	Platform render.Config
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 
@@ -102,11 +110,16 @@ func (r *Reconciler) now() time.Time {
 
 // SetupWithManager registers the reconciler: it owns every backend's workload kind and
 // the ControllerRevisions, and hears pod deletions (Recreate waits for pods to be gone).
-func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+// workers DGDs are reconciled at once; the work queue never hands one DGD to two.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.DynamoGraphDeployment{}).
 		Owns(&appsv1.ControllerRevision{}).
-		Named("dynamographdeployment")
+		Named("dynamographdeployment").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.Ingress{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.ConfigMap{}} {
+		b = b.Owns(obj)
+	}
 	for _, be := range r.Backends.All() {
 		for _, obj := range be.Objects() {
 			b = b.Owns(obj)

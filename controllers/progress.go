@@ -32,9 +32,12 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	if len(p.wrote) > 0 || p.updatedReadyGrew(st) || (prev != nil && prev.Phase == v1alpha1.RolloutPaused && phase != v1alpha1.RolloutPaused) {
 		ru.LastProgressTime = ptrTime(p.now)
 	}
-	if len(p.wrote) > 0 {
+	switch {
+	case len(p.wrote) > 0:
 		RolloutSteps.WithLabelValues(p.dgd.Namespace, p.dgd.Name).Inc()
-		p.event("Normal", "RolloutStep", strings.Join(p.wrote, ", "))
+		p.event("Normal", "RolloutStep", strings.Join(append(p.wrote, p.objects...), ", "))
+	case len(p.objects) > 0:
+		p.event("Normal", "ObjectsUpdated", strings.Join(p.objects, ", "))
 	}
 	if phase == v1alpha1.RolloutInProgress {
 		deadline := time.Duration(*p.dgd.RolloutOrDefault().ProgressDeadlineSeconds) * time.Second

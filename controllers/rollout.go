@@ -187,6 +187,9 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 		if _, ok := existing[key]; (ok || t == 0) && !backends.HoldsPools(b) {
 			continue
 		}
+		if backends.HoldsPools(b) && p.dgd.Spec.Services[name].DesiredReplicas() == 0 {
+			continue // no clique for a worker at zero (its revision hash says so: revisions.WorkerTemplate.Zero)
+		}
 		if pools[b] == nil {
 			pools[b] = &backends.Pool{Hash: key.Hash}
 			order = append(order, b)

@@ -16,6 +16,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/planner"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
 
@@ -29,12 +30,15 @@ type pass struct {
 	old *v1alpha1.DynamoGraphDeploymentStatus
 	now time.Time
 
-	backendOf    map[string]backends.Backend // service -> backend
-	workloads    []observed
-	revs         revisions.Result
-	revNumber    map[string]int64 // worker hash -> ControllerRevision number
-	plan         planner.Plan
-	wrote        []string // human-readable writes made this pass, for events and progress
+	backendOf map[string]backends.Backend // service -> backend
+	workloads []observed
+	revs      revisions.Result
+	revNumber map[string]int64 // worker hash -> ControllerRevision number
+	plan      planner.Plan
+	wrote     []string // human-readable workload writes made this pass, for events and progress
+	// objects are writes of the objects the workloads' pods need (Services, RBAC,
+	// ConfigMaps, Secrets): an event of their own, never rollout progress.
+	objects      []string
 	invalid      *invalidSpecError
 	requeueAfter time.Duration
 	// waitingForCache: the cache does not yet show the operator's last write; this pass
@@ -84,6 +88,9 @@ func (p *pass) sync(ctx context.Context) error {
 	for _, rev := range res.Revisions {
 		p.revNumber[revisions.HashOf(rev)] = rev.Revision
 	}
+	if err := p.syncPlatform(ctx); err != nil {
+		return err
+	}
 	if err := p.syncStable(ctx); err != nil {
 		return err
 	}
@@ -94,7 +101,7 @@ func (p *pass) sync(ctx context.Context) error {
 		return err
 	}
 	p.computeResult()
-	return nil
+	return p.syncServices(ctx)
 }
 
 // computeResult is the state this pass leaves behind, which the status reports: every
@@ -119,8 +126,8 @@ func (p *pass) computeResult() {
 	p.after = planner.Compute(p.inputFrom(p.result))
 }
 
-// resolveBackends picks every service's backend and renders every service's pod
-// template once, so that a bad spec is reported before anything is written.
+// resolveBackends picks every service's backend and renders every service, in every
+// role it has, once, so that a bad spec is reported before anything is written.
 func (p *pass) resolveBackends() error {
 	p.backendOf = map[string]backends.Backend{}
 	for _, name := range p.dgd.ServiceNames() {
@@ -129,9 +136,6 @@ func (p *pass) resolveBackends() error {
 		if err != nil {
 			return &invalidSpecError{msg: fmt.Sprintf("spec.services[%s]: %v", name, err)}
 		}
-		if _, err := backends.PodTemplate(p.dgd, name, "x", svc, p.dgd.Spec.Envs); err != nil {
-			return &invalidSpecError{msg: err.Error()}
-		}
 		for _, a := range []string{v1alpha1.AnnotationMaxSurge, v1alpha1.AnnotationMaxUnavailable} {
 			if v, ok := svc.Annotations[a]; ok && !validBudget.MatchString(v) {
 				return &invalidSpecError{msg: fmt.Sprintf("spec.services[%s].annotations[%s]: %q is not a non-negative integer or percentage", name, a, v)}
@@ -139,7 +143,28 @@ func (p *pass) resolveBackends() error {
 		}
 		p.backendOf[name] = b
 	}
+	if err := render.Validate(p.dgd, p.r.Platform); err != nil {
+		return &invalidSpecError{msg: err.Error()}
+	}
+	for _, b := range p.r.Backends.All() {
+		if v, ok := b.(backends.SpecValidator); ok {
+			if err := v.ValidateSpec(p.dgd, p.servicesOn(b)); err != nil {
+				return &invalidSpecError{msg: err.Error()}
+			}
+		}
+	}
 	return nil
+}
+
+// servicesOn lists the services that run on backend b.
+func (p *pass) servicesOn(b backends.Backend) []string {
+	var out []string
+	for _, name := range p.dgd.ServiceNames() {
+		if p.backendOf[name] == b {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // observe lists the DGD's workloads on every registered backend and counts their pods.

@@ -1,14 +1,14 @@
 package revisions
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
-	"strconv"
+	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
@@ -50,6 +50,19 @@ type WorkerTemplate struct {
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
 	// Services are the worker services by name.
 	Services map[string]ServiceTemplate `json:"services,omitempty"`
+	// RenderVersion is render.RenderVersion: what the operator renders into worker pods
+	// from the same spec. A new renderer is a new revision, rolled like any other.
+	RenderVersion int `json:"renderVersion,omitempty"`
+	// BackendFramework is spec.backendFramework (it decides a gang's wiring).
+	BackendFramework string `json:"backendFramework,omitempty"`
+	// Annotations are the DGD's annotations that reach worker pods
+	// (render.PodAnnotationKeys: discovery backend, metrics, vLLM executor...).
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// Zero lists, on the Grove backend only, the worker services with no replicas: a
+	// revision's PodCliqueSet holds a clique for every other worker service, and Grove
+	// can neither hold a clique at zero (below minAvailable it gang-terminates) nor add
+	// one later, so scaling a worker to or from zero there is a new revision.
+	Zero []string `json:"zero,omitempty"`
 }
 
 // ServiceTemplate is the pod-shaping part of one worker service. See WorkerTemplate for
@@ -69,6 +82,10 @@ type ServiceTemplate struct {
 	ReadinessProbe   *corev1.Probe              `json:"readinessProbe,omitempty"`
 	// NodeCount is multinode.nodeCount, 1 for a single-node service.
 	NodeCount int32 `json:"nodeCount"`
+	// SharedMemory sizes /dev/shm; RuntimeVersionOverride decides version-gated env and
+	// probes.
+	SharedMemory           *v1alpha1.SharedMemorySpec `json:"sharedMemory,omitempty"`
+	RuntimeVersionOverride string                     `json:"runtimeVersionOverride,omitempty"`
 }
 
 // excludedAnnotations are service annotations that never reach a pod's behaviour.
@@ -81,17 +98,27 @@ var excludedAnnotations = map[string]bool{
 // NewWorkerTemplate returns the worker template of dgd. The result shares maps, slices
 // and pointers with dgd: treat it as read-only.
 func NewWorkerTemplate(dgd *v1alpha1.DynamoGraphDeployment) WorkerTemplate {
-	return newWorkerTemplate(dgd.Spec.Services, dgd.Spec.Envs, dgd.Spec.Backend)
+	d := NewRevisionData(dgd)
+	return d.Template()
 }
 
 // newWorkerTemplate builds a WorkerTemplate from the parts of a spec (or of a
 // RevisionData) it depends on.
-func newWorkerTemplate(services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec,
-	envs []corev1.EnvVar, backend v1alpha1.BackendType) WorkerTemplate {
+func newWorkerTemplate(d *RevisionData) WorkerTemplate {
+	backend := d.Backend
 	if backend == "" {
 		backend = v1alpha1.BackendAuto
 	}
-	t := WorkerTemplate{Backend: backend, Envs: envs}
+	services := d.Services
+	t := WorkerTemplate{Backend: backend, Envs: d.Envs, RenderVersion: d.RenderVersion, BackendFramework: d.BackendFramework, Annotations: d.Annotations}
+	if backend == v1alpha1.BackendGrove {
+		for name, s := range services {
+			if s != nil && s.IsWorker() && s.DesiredReplicas() == 0 {
+				t.Zero = append(t.Zero, name)
+			}
+		}
+		sort.Strings(t.Zero)
+	}
 	for name, s := range services {
 		if s == nil || !s.IsWorker() {
 			continue
@@ -119,6 +146,9 @@ func newServiceTemplate(s *v1alpha1.DynamoComponentDeploymentSharedSpec) Service
 		LivenessProbe:    s.LivenessProbe,
 		ReadinessProbe:   s.ReadinessProbe,
 		NodeCount:        s.NodeCount(),
+		SharedMemory:     s.SharedMemory,
+
+		RuntimeVersionOverride: s.RuntimeVersionOverride,
 	}
 }
 
@@ -159,15 +189,16 @@ func canonicalJSON(t WorkerTemplate) ([]byte, error) {
 	return out, nil
 }
 
-// Hash returns the revision hash of t: FNV-32a over its canonical JSON, followed, when
-// collisionCount is non-nil, by the count as 4 little-endian bytes, encoded as
-// rand.SafeEncodeString of the decimal sum (Kubernetes' HashControllerRevision and
-// ComputeHash do the same). As in Kubernetes, a nil collisionCount and a pointer to 0
-// give different hashes; Sync always passes a non-nil count.
+// Hash returns the revision hash of t: the first 8 hex characters of the SHA-256 of its
+// canonical JSON followed, when collisionCount is non-nil, by the count as 4
+// little-endian bytes (as Kubernetes' ControllerRevision hash appends it). 8 lowercase
+// hex characters are what Dynamo's worker hash is (sha256(...)[:8]) and the only worker
+// namespace suffix a strict frontend (DYN_NAMESPACE_PREFIX_STRICT) discovers: any
+// other shape would leave a revision's workers invisible. A nil collisionCount and a
+// pointer to 0 give different hashes; Sync always passes a non-nil count.
 //
-// The result is at most 10 characters of [bcdfghjklmnpqrstvwxz2456789], safe in object
-// names and label values. It is stable across processes and Go versions as long as the
-// JSON encoding of WorkerTemplate does not change; TestHashGolden guards that.
+// The result is stable across processes and Go versions as long as the JSON encoding
+// of WorkerTemplate does not change; TestHashGolden guards that.
 func Hash(t WorkerTemplate, collisionCount *int32) string {
 	data, err := canonicalJSON(t)
 	if err != nil {
@@ -176,12 +207,12 @@ func Hash(t WorkerTemplate, collisionCount *int32) string {
 		// identify the template.
 		panic(err)
 	}
-	h := fnv.New32a()
+	h := sha256.New()
 	h.Write(data)
 	if collisionCount != nil {
 		var b [4]byte
 		binary.LittleEndian.PutUint32(b[:], uint32(*collisionCount))
 		h.Write(b[:])
 	}
-	return rand.SafeEncodeString(strconv.FormatUint(uint64(h.Sum32()), 10))
+	return hex.EncodeToString(h.Sum(nil))[:8]
 }

@@ -3,26 +3,31 @@ package revisions
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/render"
 )
 
 // TestHashGolden pins the hash of the sample DGD. If it fails after a dependency bump or
 // a change to WorkerTemplate, every cluster would re-roll all workers on upgrade: make
-// the change hash-neutral instead of updating the literals.
+// the change hash-neutral instead of updating the literals, unless the change reaches
+// worker pods, which must bump render.RenderVersion (and these literals) on purpose.
+// The literals changed last with render version 2 (Dynamo's pod contract, 8-hex
+// hashes): an operator upgraded from an earlier version rolls every worker once.
 func TestHashGolden(t *testing.T) {
 	tests := []struct {
 		name           string
 		collisionCount *int32
 		want           string
 	}{
-		{name: "no collision count", collisionCount: nil, want: "7b8db6dbbd"},
-		{name: "collision count 0 (what Sync uses)", collisionCount: ptr(int32(0)), want: "8565b954bd"},
-		{name: "collision count 1", collisionCount: ptr(int32(1)), want: "55c5cb4cd5"},
+		{name: "no collision count", collisionCount: nil, want: "652a0bb6"},
+		{name: "collision count 0 (what Sync uses)", collisionCount: ptr(int32(0)), want: "9670987e"},
+		{name: "collision count 1", collisionCount: ptr(int32(1)), want: "f73f126b"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,7 +40,7 @@ func TestHashGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "vllm-disagg-8565b954bd"; rev.Name != want {
+	if want := "vllm-disagg-9670987e"; rev.Name != want {
 		t.Errorf("revision name = %q, want %q", rev.Name, want)
 	}
 }
@@ -43,13 +48,15 @@ func TestHashGolden(t *testing.T) {
 // TestHashIgnores lists changes that must not start a worker rollout.
 func TestHashIgnores(t *testing.T) {
 	tests := map[string]func(d *v1alpha1.DynamoGraphDeployment){
-		"worker replicas":  func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Services["VllmDecodeWorker"].Replicas = ptr(int32(7)) },
+		"worker replicas": func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Services["VllmDecodeWorker"].Replicas = ptr(int32(7)) },
+		"worker to zero off Grove": func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["VllmDecodeWorker"].Replicas = ptr(int32(0))
+		},
 		"nil replicas":     func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Services["VllmPrefillWorker"].Replicas = nil },
 		"autoscaling":      decodeJSON("VllmDecodeWorker", `{"autoscaling":{"enabled":true}}`),
 		"ingress":          decodeJSON("VllmDecodeWorker", `{"ingress":{"enabled":true}}`),
 		"pvc":              decodeJSON("VllmDecodeWorker", `{"pvc":{"name":"x"}}`),
 		"volumeMounts":     decodeJSON("VllmDecodeWorker", `{"volumeMounts":[{"name":"x","mountPoint":"/x"}]}`),
-		"sharedMemory":     decodeJSON("VllmDecodeWorker", `{"sharedMemory":{"size":"8Gi"}}`),
 		"compilationCache": decodeJSON("VllmDecodeWorker", `{"compilationCache":{"pvcName":"c"}}`),
 		"dynamoNamespace": func(d *v1alpha1.DynamoGraphDeployment) {
 			d.Spec.Services["VllmDecodeWorker"].DynamoNamespace = ptr("ns")
@@ -135,6 +142,15 @@ func TestHashCovers(t *testing.T) {
 		"frontend becomes a worker": func(d *v1alpha1.DynamoGraphDeployment) {
 			d.Spec.Services["Frontend"].ComponentType = v1alpha1.ComponentTypeWorker
 		},
+		"sharedMemory":           decodeJSON("VllmDecodeWorker", `{"sharedMemory":{"size":"16Gi"}}`),
+		"runtimeVersionOverride": decode(func(s *spec) { s.RuntimeVersionOverride = "1.6.0" }),
+		"backendFramework":       func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.BackendFramework = "vllm" },
+		"vLLM executor annotation on the DGD": func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Annotations = map[string]string{render.AnnotationVLLMDistributedExecutor: "ray"}
+		},
+		"discovery backend annotation on the DGD": func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Annotations = map[string]string{render.AnnotationDiscoveryBackend: "etcd"}
+		},
 	}
 	base := Hash(NewWorkerTemplate(sampleDGD()), nil)
 	for name, change := range tests {
@@ -143,6 +159,40 @@ func TestHashCovers(t *testing.T) {
 				t.Errorf("hash unchanged (%q), want a new hash", got)
 			}
 		})
+	}
+}
+
+// TestHashZeroOnGrove: on Grove a worker scaled to or from zero is a new revision (its
+// PodCliqueSet has no clique for it), other scaling is not.
+func TestHashZeroOnGrove(t *testing.T) {
+	grove := func(replicas int32) string {
+		d := sampleDGD()
+		d.Spec.Backend = v1alpha1.BackendGrove
+		d.Spec.Services["VllmDecodeWorker"].Replicas = ptr(replicas)
+		return Hash(NewWorkerTemplate(d), nil)
+	}
+	if grove(2) != grove(5) {
+		t.Error("scaling a worker on Grove changed the hash")
+	}
+	if grove(0) == grove(2) {
+		t.Error("a worker scaled to zero on Grove kept the hash")
+	}
+}
+
+// TestHashCoversTheRenderer: the same spec rendered by another renderer is another
+// revision, and the hash has Dynamo's worker-hash shape, 8 lowercase hex characters,
+// the only suffix a strict frontend discovers.
+func TestHashCoversTheRenderer(t *testing.T) {
+	d := NewRevisionData(sampleDGD())
+	now := Hash(d.Template(), ptr(int32(0)))
+	d.RenderVersion--
+	if before := Hash(d.Template(), ptr(int32(0))); before == now {
+		t.Errorf("a revision made by render version %d hashes as one of %d", d.RenderVersion, render.RenderVersion)
+	}
+	for i := range int32(200) {
+		if h := Hash(d.Template(), &i); !regexp.MustCompile(`^[0-9a-f]{8}$`).MatchString(h) {
+			t.Fatalf("hash %q is not 8 lowercase hex characters", h)
+		}
 	}
 }
 

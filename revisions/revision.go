@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/render"
 )
 
 // maxNamePrefixLength caps the DGD-name part of a revision name so that the name, with
@@ -31,12 +32,29 @@ type RevisionData struct {
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
 	// Backend is spec.backend as written (possibly empty).
 	Backend v1alpha1.BackendType `json:"backend,omitempty"`
+	// BackendFramework is spec.backendFramework.
+	BackendFramework string `json:"backendFramework,omitempty"`
+	// RenderVersion is the render.RenderVersion the revision was made with (0: before
+	// the operator rendered Dynamo's pod contract).
+	RenderVersion int `json:"renderVersion,omitempty"`
+	// Annotations are the DGD's annotations that reach worker pods
+	// (render.PodAnnotationKeys), for reference: Restore does not write metadata.
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
-// NewRevisionData returns the revision data of dgd: its worker services, graph envs and
-// backend. It shares pointers with dgd; it is meant to be encoded at once.
+// NewRevisionData returns the revision data of dgd: its worker services, graph envs,
+// backend, framework, the DGD annotations that reach worker pods, and the renderer's
+// version. It shares pointers with dgd; it is meant to be encoded at once.
 func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
-	d := RevisionData{Envs: dgd.Spec.Envs, Backend: dgd.Spec.Backend}
+	d := RevisionData{Envs: dgd.Spec.Envs, Backend: dgd.Spec.Backend, BackendFramework: dgd.Spec.BackendFramework, RenderVersion: render.RenderVersion}
+	for _, k := range render.PodAnnotationKeys() {
+		if v, ok := dgd.Annotations[k]; ok {
+			if d.Annotations == nil {
+				d.Annotations = map[string]string{}
+			}
+			d.Annotations[k] = v
+		}
+	}
 	for _, name := range dgd.WorkerServiceNames() {
 		if d.Services == nil {
 			d.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
@@ -49,7 +67,7 @@ func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
 // Template returns the worker template the data describes; it equals the
 // NewWorkerTemplate of the DGD the data was taken from.
 func (d *RevisionData) Template() WorkerTemplate {
-	return newWorkerTemplate(d.Services, d.Envs, d.Backend)
+	return newWorkerTemplate(d)
 }
 
 // DecodeRevisionData decodes the .data of rev.

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/render"
 )
 
 func TestNewRevision(t *testing.T) {
@@ -44,7 +45,7 @@ func TestNewRevision(t *testing.T) {
 	want := RevisionData{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
 		"VllmDecodeWorker":  dgd.Spec.Services["VllmDecodeWorker"],
 		"VllmPrefillWorker": dgd.Spec.Services["VllmPrefillWorker"],
-	}}
+	}, RenderVersion: render.RenderVersion}
 	if diff := cmp.Diff(want, *data); diff != "" {
 		t.Errorf("data (-want +got):\n%s", diff)
 	}

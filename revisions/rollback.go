@@ -47,6 +47,7 @@ func Restore(dgd *v1alpha1.DynamoGraphDeployment, rev *appsv1.ControllerRevision
 	}
 	spec.Envs = data.Envs
 	spec.Backend = data.Backend
+	spec.BackendFramework = data.BackendFramework
 	return spec, nil
 }
 

@@ -170,3 +170,16 @@ func truncateHistory(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGraph
 	}
 	return kept, nil
 }
+
+// ServiceAt is a worker service's spec as the revision of hash recorded it, or nil.
+func (r Result) ServiceAt(hash, service string) *v1alpha1.DynamoComponentDeploymentSharedSpec {
+	for _, rev := range r.Revisions {
+		if HashOf(rev) != hash {
+			continue
+		}
+		if d, err := DecodeRevisionData(rev); err == nil {
+			return d.Services[service]
+		}
+	}
+	return nil
+}

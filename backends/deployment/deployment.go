@@ -17,6 +17,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/render"
 )
 
 // Kind is the workload kind of this backend.
@@ -26,6 +27,8 @@ const Kind = "Deployment"
 type Backend struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Config is the platform every pod is rendered for.
+	Config render.Config
 }
 
 var (
@@ -34,7 +37,9 @@ var (
 )
 
 // New returns a Deployment backend.
-func New(c client.Client, s *runtime.Scheme) *Backend { return &Backend{Client: c, Scheme: s} }
+func New(c client.Client, s *runtime.Scheme, cfg render.Config) *Backend {
+	return &Backend{Client: c, Scheme: s, Config: cfg}
+}
 
 // Kind implements backends.Backend.
 func (b *Backend) Kind() string { return Kind }
@@ -98,6 +103,9 @@ func (b *Backend) updateStable(ctx context.Context, have, want *appsv1.Deploymen
 	if have.Annotations == nil {
 		have.Annotations = map[string]string{}
 	}
+	if have.Labels == nil {
+		have.Labels = map[string]string{}
+	}
 	maps.Copy(have.Labels, want.Labels)
 	have.Annotations[backends.AnnotationTemplateHash] = want.Annotations[backends.AnnotationTemplateHash]
 	have.Spec.Replicas = want.Spec.Replicas
@@ -109,7 +117,7 @@ func (b *Backend) updateStable(ctx context.Context, have, want *appsv1.Deploymen
 }
 
 func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*appsv1.Deployment, error) {
-	tmpl, err := backends.PodTemplate(dgd, sw.Service, sw.Hash, sw.Spec, dgd.Spec.Envs)
+	tmpl, err := backends.Component(dgd, sw, b.Config).Pod(render.RoleMain, nil)
 	if err != nil {
 		return nil, err
 	}

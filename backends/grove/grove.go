@@ -40,6 +40,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	renderpkg "github.com/dgd-rollout/operator/render"
 )
 
 // Kind is the workload kind of this backend.
@@ -53,6 +54,8 @@ const Kind = "PodCliqueSet"
 type Backend struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Config is the platform every pod is rendered for.
+	Config renderpkg.Config
 }
 
 var (
@@ -60,10 +63,13 @@ var (
 	_ backends.OwnerChainWatcher = (*Backend)(nil)
 	_ backends.SideBySideStable  = (*Backend)(nil)
 	_ backends.PoolHolder        = (*Backend)(nil)
+	_ backends.SpecValidator     = (*Backend)(nil)
 )
 
 // New returns a Grove backend.
-func New(c client.Client, s *runtime.Scheme) *Backend { return &Backend{Client: c, Scheme: s} }
+func New(c client.Client, s *runtime.Scheme, cfg renderpkg.Config) *Backend {
+	return &Backend{Client: c, Scheme: s, Config: cfg}
+}
 
 // Kind implements backends.Backend.
 func (b *Backend) Kind() string { return Kind }
@@ -105,7 +111,7 @@ func (b *Backend) pcsName(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key)
 	if svc == nil {
 		return ""
 	}
-	pcs, err := renderStable(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()})
+	pcs, err := renderStable(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()}, b.Config)
 	if err != nil {
 		return ""
 	}
@@ -125,7 +131,7 @@ func objectName(pcs string, pl placement) string {
 // subresource.
 func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
 	if pool.Hash != "" {
-		want, err := render(dgd, pool)
+		want, err := render(dgd, pool, b.Config)
 		if err != nil {
 			return err
 		}
@@ -133,7 +139,7 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		return err
 	}
 	for _, sw := range pool.Services {
-		want, err := renderStable(dgd, sw)
+		want, err := renderStable(dgd, sw, b.Config)
 		if err != nil {
 			return err
 		}
@@ -298,7 +304,9 @@ func templateReplicas(pcs *grovev1.PodCliqueSet, pl placement) int32 {
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
 	var pcs grovev1.PodCliqueSet
 	pcsKey := client.ObjectKey{Namespace: dgd.Namespace, Name: b.pcsName(dgd, key)}
-	if err := b.Client.Get(ctx, pcsKey, &pcs); err != nil {
+	if err := b.Client.Get(ctx, pcsKey, &pcs); apierrors.IsNotFound(err) {
+		return nil // gone: the next Observe no longer reports it
+	} else if err != nil {
 		return fmt.Errorf("getting PodCliqueSet %s: %w", pcsKey, err)
 	}
 	pl, ok := placements(&pcs)[key.Service]
@@ -390,4 +398,26 @@ func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	}
 	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name}}
 	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
+}
+
+// MaxNameLength is Grove's limit on a PodCliqueSet's name plus its scaling group's and
+// clique's names (validation/podcliqueset.go: pods are named after them).
+const MaxNameLength = 45
+
+// ValidateSpec implements backends.SpecValidator: every clique of the services' future
+// PodCliqueSets (`{dgd}-{8-character hash}`) fits Grove's 45 characters.
+func (b *Backend) ValidateSpec(dgd *v1alpha1.DynamoGraphDeployment, services []string) error {
+	pcs := len(backends.GroupName(dgd.Name, "00000000"))
+	for _, name := range services {
+		pl := placementOf(dgd.Spec.Services[name], name)
+		n, what := pcs+len(pl.Clique), "clique "+pl.Clique
+		if pl.Group != "" {
+			n, what = pcs+len(pl.Group)+len(pl.Group+LeaderSuffix), fmt.Sprintf("scaling group %s and clique %s", pl.Group, pl.Group+LeaderSuffix)
+		}
+		if n > MaxNameLength {
+			return fmt.Errorf("spec.services[%s]: Grove names pods after the PodCliqueSet (%d characters for this DGD) and the %s: %d characters, over Grove's limit of %d; shorten the DynamoGraphDeployment or service name",
+				name, pcs, what, n, MaxNameLength)
+		}
+	}
+	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	renderpkg "github.com/dgd-rollout/operator/render"
 )
 
 // staleReader serves PodCliqueSets from a copy taken before any write, as an
@@ -55,7 +56,7 @@ func TestScaleTemplateKeepsOtherServices(t *testing.T) {
 		}},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pcs.DeepCopy()).Build()
-	b := New(staleReader{Client: c, pcs: pcs.DeepCopy()}, scheme)
+	b := New(staleReader{Client: c, pcs: pcs.DeepCopy()}, scheme, renderpkg.Config{})
 	ctx := context.Background()
 	if err := b.Scale(ctx, dgd, backends.Key{Service: "decode", Hash: "abc"}, 2); err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	renderpkg "github.com/dgd-rollout/operator/render"
 )
 
 // AnnotationCliques records, on a PodCliqueSet, which clique or scaling group holds each
@@ -66,28 +67,33 @@ func shortName(service string, max int) string {
 	return strings.TrimRight(s[:max-5], "-") + "-" + shortHash(service)[:4]
 }
 
+// placementOf names a service's clique or scaling group after the service, lower-cased
+// and never truncated, as Dynamo names them (expandMultinodeRoles): Dynamo's leader
+// address `...-<service>-ldr-0...` depends on it. Names too long for Grove are rejected
+// before anything is created (Backend.Validate).
 func placementOf(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, service string) placement {
 	if svc.IsMultinode() {
-		return placement{Group: shortName(service, 12)}
+		return placement{Group: shortName(service, 63)}
 	}
-	return placement{Clique: shortName(service, 20)}
+	return placement{Clique: shortName(service, 63)}
 }
 
 // render builds the PodCliqueSet of one worker revision: every service of the pool,
 // replicas 1; every field Grove's defaulting webhook would set is set.
-func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) (*grovev1.PodCliqueSet, error) {
-	tmpl, places, err := renderTemplate(dgd, pool.Services)
+func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool, cfg renderpkg.Config) (*grovev1.PodCliqueSet, error) {
+	name := backends.GroupName(dgd.Name, pool.Hash)
+	tmpl, places, err := renderTemplate(dgd, pool.Services, name, cfg)
 	if err != nil {
 		return nil, err
 	}
-	return newPodCliqueSet(dgd, backends.GroupName(dgd.Name, pool.Hash), pcsLabels(dgd, pool.Hash), tmpl, places), nil
+	return newPodCliqueSet(dgd, name, pcsLabels(dgd, pool.Hash), tmpl, places), nil
 }
 
 // renderStable builds the PodCliqueSet of one stable service: named and labelled by
 // the hash of its template (replicas excluded), so a template change is a new
 // PodCliqueSet beside the old one (see Backend.StableSideBySide).
-func renderStable(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*grovev1.PodCliqueSet, error) {
-	tmpl, places, err := renderTemplate(dgd, []backends.ServiceWorkload{sw})
+func renderStable(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload, cfg renderpkg.Config) (*grovev1.PodCliqueSet, error) {
+	tmpl, places, err := renderTemplate(dgd, []backends.ServiceWorkload{sw}, "", cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -114,8 +120,12 @@ func newPodCliqueSet(dgd *v1alpha1.DynamoGraphDeployment, name string, labels ma
 	}
 }
 
-// renderTemplate renders the cliques and scaling groups of services, sorted by name.
-func renderTemplate(dgd *v1alpha1.DynamoGraphDeployment, services []backends.ServiceWorkload) (grovev1.PodCliqueSetTemplateSpec, map[string]placement, error) {
+// renderTemplate renders the cliques and scaling groups of services, sorted by name,
+// for PodCliqueSet pcs: a single-node service is one clique of its pods, a multinode
+// one a scaling group of its leader and worker cliques, each pod rendered for its role
+// in a Grove gang. A TRT-LLM leader starts after its workers (its mpirun needs their
+// sshd), as Dynamo orders it.
+func renderTemplate(dgd *v1alpha1.DynamoGraphDeployment, services []backends.ServiceWorkload, pcs string, cfg renderpkg.Config) (grovev1.PodCliqueSetTemplateSpec, map[string]placement, error) {
 	tmpl := grovev1.PodCliqueSetTemplateSpec{
 		StartupType:           ptr.To(grovev1.CliqueStartupTypeAnyOrder),
 		TerminationDelay:      &metav1.Duration{Duration: TerminationDelay},
@@ -125,19 +135,34 @@ func renderTemplate(dgd *v1alpha1.DynamoGraphDeployment, services []backends.Ser
 	sorted := append([]backends.ServiceWorkload(nil), services...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Service < sorted[j].Service })
 	for _, sw := range sorted {
-		pod, err := backends.PodTemplate(dgd, sw.Service, sw.Hash, sw.Spec, dgd.Spec.Envs)
-		if err != nil {
-			return tmpl, nil, err
-		}
+		comp := backends.Component(dgd, sw, cfg)
 		pl := placementOf(sw.Spec, sw.Service)
 		places[sw.Service] = pl
 		if pl.Clique != "" {
+			pod, err := comp.Pod(renderpkg.RoleMain, nil)
+			if err != nil {
+				return tmpl, nil, err
+			}
 			// minAvailable 1: a planned scale-down to any count >= 1 never crosses it.
 			tmpl.Cliques = append(tmpl.Cliques, clique(pl.Clique, pod, max(sw.Replicas, 1), 1))
 			continue
 		}
+		gang := renderpkg.Grove{PCS: pcs, Group: pl.Group, Namespace: dgd.Namespace}
+		leader, err := comp.Pod(renderpkg.RoleLeader, gang)
+		if err != nil {
+			return tmpl, nil, err
+		}
+		worker, err := comp.Pod(renderpkg.RoleWorker, gang)
+		if err != nil {
+			return tmpl, nil, err
+		}
 		n := sw.Spec.NodeCount()
-		tmpl.Cliques = append(tmpl.Cliques, clique(pl.Group+LeaderSuffix, pod, 1, 1), clique(pl.Group+WorkerSuffix, pod, n-1, n-1))
+		ldr, wkr := clique(pl.Group+LeaderSuffix, leader, 1, 1), clique(pl.Group+WorkerSuffix, worker, n-1, n-1)
+		if f, _ := renderpkg.DetectFramework(&leader.Spec.Containers[0], dgd.Spec.BackendFramework); f == renderpkg.FrameworkTRTLLM {
+			ldr.Spec.StartsAfter = []string{wkr.Name}
+			tmpl.StartupType = ptr.To(grovev1.CliqueStartupTypeExplicit)
+		}
+		tmpl.Cliques = append(tmpl.Cliques, ldr, wkr)
 		tmpl.PodCliqueScalingGroupConfigs = append(tmpl.PodCliqueScalingGroupConfigs, grovev1.PodCliqueScalingGroupConfig{
 			Name: pl.Group, CliqueNames: []string{pl.Group + LeaderSuffix, pl.Group + WorkerSuffix},
 			Replicas: ptr.To(max(sw.Replicas, 1)), MinAvailable: ptr.To[int32](1),

@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -20,6 +21,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/render"
 )
 
 // Kind is the workload kind of this backend.
@@ -31,12 +33,16 @@ const Kind = "LeaderWorkerSet"
 type Backend struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Config is the platform every pod is rendered for.
+	Config render.Config
 }
 
 var _ backends.Backend = (*Backend)(nil)
 
 // New returns a LeaderWorkerSet backend.
-func New(c client.Client, s *runtime.Scheme) *Backend { return &Backend{Client: c, Scheme: s} }
+func New(c client.Client, s *runtime.Scheme, cfg render.Config) *Backend {
+	return &Backend{Client: c, Scheme: s, Config: cfg}
+}
 
 // Kind implements backends.Backend.
 func (b *Backend) Kind() string { return Kind }
@@ -88,6 +94,7 @@ func (b *Backend) updateStable(ctx context.Context, have, want *lwsv1.LeaderWork
 	}
 	have.Annotations[backends.AnnotationTemplateHash] = want.Annotations[backends.AnnotationTemplateHash]
 	have.Spec.Replicas = want.Spec.Replicas
+	have.Spec.RolloutStrategy = want.Spec.RolloutStrategy
 	have.Spec.LeaderWorkerTemplate.LeaderTemplate = want.Spec.LeaderWorkerTemplate.LeaderTemplate
 	have.Spec.LeaderWorkerTemplate.WorkerTemplate = want.Spec.LeaderWorkerTemplate.WorkerTemplate
 	if err := b.Client.Patch(ctx, have, patch); err != nil {
@@ -97,37 +104,32 @@ func (b *Backend) updateStable(ctx context.Context, have, want *lwsv1.LeaderWork
 }
 
 // render builds the LeaderWorkerSet of one (service, revision): size = nodeCount, the
-// service's pod template (with the Dynamo namespace variables) for leader and workers.
+// leader's and the workers' pod templates as render wires them for a LeaderWorkerSet
+// group (one pod template for both when the service is single-node).
 func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*lwsv1.LeaderWorkerSet, error) {
-	tmpl, err := backends.PodTemplate(dgd, sw.Service, sw.Hash, sw.Spec, dgd.Spec.Envs)
+	comp := backends.Component(dgd, sw, b.Config)
+	leader, tmpl, err := templates(comp)
 	if err != nil {
 		return nil, err
 	}
-	leader := tmpl.DeepCopy()
 	lws := &lwsv1.LeaderWorkerSet{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        backends.WorkloadName(dgd.Name, sw.Service, sw.Hash),
 			Namespace:   dgd.Namespace,
 			Labels:      backends.Labels(dgd, sw.Service, sw.Hash),
-			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash(tmpl)},
+			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash([]any{leader, tmpl})},
 		},
 		Spec: lwsv1.LeaderWorkerSetSpec{
 			Replicas: ptr.To(sw.Replicas),
 			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{
-				LeaderTemplate: leader,
+				LeaderTemplate: &leader,
 				WorkerTemplate: tmpl,
 				Size:           ptr.To(sw.Spec.NodeCount()),
 				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
 			},
-			// LWS's own rolling update never runs (the template never changes); these are
-			// the values its defaulting webhook would set.
-			RolloutStrategy: lwsv1.RolloutStrategy{
-				Type: lwsv1.RollingUpdateStrategyType,
-				RollingUpdateConfiguration: &lwsv1.RollingUpdateConfiguration{
-					Partition: ptr.To[int32](0), MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0)},
-			},
-			StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
-			NetworkConfig: &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
+			RolloutStrategy: rolloutStrategy(sw.Hash == ""),
+			StartupPolicy:   lwsv1.LeaderCreatedStartupPolicy,
+			NetworkConfig:   &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
 		},
 	}
 	if err := controllerutil.SetControllerReference(dgd, lws, b.Scheme); err != nil {
@@ -183,4 +185,31 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
 		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
+}
+
+// templates are the leader's and the workers' pod templates of a component.
+func templates(comp render.Component) (corev1.PodTemplateSpec, corev1.PodTemplateSpec, error) {
+	if !comp.Spec.IsMultinode() {
+		t, err := comp.Pod(render.RoleMain, nil)
+		return *t.DeepCopy(), t, err
+	}
+	leader, err := comp.Pod(render.RoleLeader, render.LWS{})
+	if err != nil {
+		return leader, leader, err
+	}
+	worker, err := comp.Pod(render.RoleWorker, render.LWS{})
+	return leader, worker, err
+}
+
+// rolloutStrategy is LWS's own rolling update. A worker revision's template never
+// changes, so it never runs: these are the values LWS's defaulting webhook would set.
+// A stable service's LeaderWorkerSet is updated in place: it surges a group before
+// taking one down (maxSurge 1, maxUnavailable 0), so it never has fewer ready groups
+// than replicas; LWS's default (0 / 1) would take a group down first.
+func rolloutStrategy(stable bool) lwsv1.RolloutStrategy {
+	cfg := &lwsv1.RollingUpdateConfiguration{Partition: ptr.To[int32](0), MaxUnavailable: intstr.FromInt32(1), MaxSurge: intstr.FromInt32(0)}
+	if stable {
+		cfg.MaxUnavailable, cfg.MaxSurge = intstr.FromInt32(0), intstr.FromInt32(1)
+	}
+	return lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType, RollingUpdateConfiguration: cfg}
 }

@@ -12,6 +12,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/render"
 )
 
 func main() {
@@ -27,13 +28,17 @@ func main() {
 	flag.DurationVar(&lease, "leader-elect-lease-duration", 15*time.Second, "how long followers wait before taking over a lease that is not renewed")
 	flag.DurationVar(&renew, "leader-elect-renew-deadline", 10*time.Second, "how long the leader tries to renew before giving up")
 	flag.DurationVar(&retry, "leader-elect-retry-period", 2*time.Second, "how often candidates try to acquire or renew")
+	var platform render.Config
+	app.PlatformFlags(flag.CommandLine, &platform)
+	var tuning app.Tuning
+	app.TuningFlags(flag.CommandLine, &tuning)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
 	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
-	if err := run(metricsAddr, probeAddr, le); err != nil {
+	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning}); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
@@ -46,8 +51,8 @@ type leaderElection struct {
 	lease, renew, retry time.Duration
 }
 
-func run(metricsAddr, probeAddr string, le leaderElection) error {
-	mgr, err := app.NewManager(ctrl.GetConfigOrDie(), ctrl.Options{
+func run(metricsAddr, probeAddr string, le leaderElection, o app.Options) error {
+	mgr, err := app.NewManager(ctrl.GetConfigOrDie(), app.Options{Manager: ctrl.Options{
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          le.enabled,
@@ -59,7 +64,7 @@ func run(metricsAddr, probeAddr string, le leaderElection) error {
 		// main exits as soon as Start returns, so the Lease can be released on SIGTERM
 		// and a follower takes over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
-	})
+	}, Platform: o.Platform, Tuning: o.Tuning})
 	if err != nil {
 		return err
 	}

@@ -17,19 +17,25 @@ import (
 	"syscall"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/yaml"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/lws"
+)
+
+var (
+	// platform is the Dynamo platform pods are rendered for. The local control plane has
+	// none: Kubernetes discovery (the default) needs no NATS or etcd, so none is set.
+	platform   render.Config
+	dynamoCRDs string
 )
 
 func main() {
@@ -37,6 +43,8 @@ func main() {
 	crds := flag.String("crds", "config/crd/bases", "directory of CRD manifests to install")
 	sample := flag.String("sample", "config/samples/disagg.yaml", "DGD manifest to apply to the local control plane")
 	delay := flag.Duration("pod-ready-delay", 2*time.Second, "how long a KWOK pod takes from Running to Ready")
+	flag.StringVar(&dynamoCRDs, "dynamo-crds", "config/crd/dynamo", "directory of Dynamo's platform CRDs (DynamoWorkerMetadata), installed when absent")
+	app.PlatformFlags(flag.CommandLine, &platform)
 	flag.Parse()
 	ctrl.SetLogger(zap.New())
 	if err := run(*assets, *crds, *sample, *delay); err != nil {
@@ -56,6 +64,9 @@ func run(assets, crds, sample string, delay time.Duration) error {
 		if _, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crds}}); err != nil {
 			return fmt.Errorf("installing CRDs: %w", err)
 		}
+		if err := cluster.InstallMissingCRDs(ctx, cfg, dynamoCRDs); err != nil {
+			return err
+		}
 		fmt.Printf("Running the operator against KUBECONFIG=%s (Ctrl-C stops it).\n", os.Getenv("KUBECONFIG"))
 		return runOperator(ctx, cfg)
 	}
@@ -74,6 +85,9 @@ func run(assets, crds, sample string, delay time.Duration) error {
 		return err
 	}
 	if err := cl.InstallCRDs(ctx, append([]string{crds, groveCRDs}, lws.CRDPaths()...)...); err != nil {
+		return err
+	}
+	if err := cluster.InstallMissingCRDs(ctx, cl.Config, dynamoCRDs); err != nil {
 		return err
 	}
 	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
@@ -111,7 +125,7 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	if err != nil {
 		return err
 	}
-	objs, err := readObjects(path)
+	objs, err := cluster.ReadObjects(path)
 	if err != nil {
 		return err
 	}
@@ -126,40 +140,10 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	return nil
 }
 
-func readObjects(path string) ([]*unstructured.Unstructured, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var out []*unstructured.Unstructured
-	for _, doc := range splitYAML(raw) {
-		var m map[string]any
-		if err := yaml.Unmarshal(doc, &m); err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		if len(m) > 0 {
-			out = append(out, &unstructured.Unstructured{Object: m})
-		}
-	}
-	return out, nil
-}
-
-func splitYAML(raw []byte) [][]byte {
-	var docs [][]byte
-	start := 0
-	for i := 0; i+4 <= len(raw); i++ {
-		if (i == 0 || raw[i-1] == '\n') && string(raw[i:i+3]) == "---" && (i+3 == len(raw) || raw[i+3] == '\n') {
-			docs = append(docs, raw[start:i])
-			start = i + 3
-		}
-	}
-	return append(docs, raw[start:])
-}
-
 func runOperator(ctx context.Context, cfg *rest.Config) error {
-	mgr, err := app.NewManager(cfg, ctrl.Options{
+	mgr, err := app.NewManager(cfg, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "127.0.0.1:8080"}, // docs/day2.md scrapes it
-	})
+	}, Platform: platform})
 	if err != nil {
 		return err
 	}

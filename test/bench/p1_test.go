@@ -115,8 +115,8 @@ func startOperator(b *testing.B, cfg *rest.Config) *writeCounter {
 	counter := &writeCounter{}
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
-	mgr, err := app.NewManager(opCfg, ctrl.Options{
-		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	mgr, err := app.NewManager(opCfg, app.Options{Manager: ctrl.Options{
+		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -233,10 +233,10 @@ func BenchmarkP2DisaggregatedSetVsDGD(b *testing.B) {
 func startP2Operator(b *testing.B, cfg *rest.Config, t *tally, p *PassRecorder) func() {
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return t.wrap(p.Wrap(rt)) }
-	mgr, err := app.NewManager(opCfg, ctrl.Options{
+	mgr, err := app.NewManager(opCfg, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 		// -count=N runs this benchmark N times in one process.
-		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)}})
+		Controller: crconfig.Controller{SkipNameValidation: ptr.To(true)}}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,14 +16,28 @@ import (
 	apiextensionsclient "k8s.io/apiextensions-apiserver/pkg/client/clientset/clientset"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
 )
 
 // InstallCRDs creates (or updates) the CustomResourceDefinitions in paths - YAML or
 // JSON files, or directories of them (not recursive; other files are skipped) -
 // and waits until each is Established. Documents of any other kind are skipped.
 func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) error {
-	cs, err := apiextensionsclient.NewForConfig(c.Config)
+	return installCRDs(ctx, c.Config, applyCRD, paths)
+}
+
+// InstallMissingCRDs installs the CRDs in paths that the cluster at cfg does not have
+// yet, leaving any that exist as they are (a Dynamo platform's own copy wins), and waits
+// until they are Established.
+func InstallMissingCRDs(ctx context.Context, cfg *rest.Config, paths ...string) error {
+	return installCRDs(ctx, cfg, createCRD, paths)
+}
+
+// installCRDs writes every CRD of paths with write, then waits until each is Established.
+func installCRDs(ctx context.Context, cfg *rest.Config, write func(context.Context, apiextensionsclient.Interface, *apiextensionsv1.CustomResourceDefinition) error, paths []string) error {
+	cs, err := apiextensionsclient.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
@@ -32,7 +46,7 @@ func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) error {
 		return err
 	}
 	for _, crd := range crds {
-		if err := applyCRD(ctx, cs, crd); err != nil {
+		if err := write(ctx, cs, crd); err != nil {
 			return err
 		}
 	}
@@ -40,6 +54,15 @@ func (c *Cluster) InstallCRDs(ctx context.Context, paths ...string) error {
 		if err := waitEstablished(ctx, cs, crd.Name); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// createCRD creates crd unless one of its name exists.
+func createCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiextensionsv1.CustomResourceDefinition) error {
+	_, err := cs.ApiextensionsV1().CustomResourceDefinitions().Create(ctx, crd, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating CRD %s: %w", crd.Name, err)
 	}
 	return nil
 }
@@ -145,6 +168,28 @@ func waitEstablished(ctx context.Context, cs apiextensionsclient.Interface, name
 		case <-ctx.Done():
 			return fmt.Errorf("CRD %s not Established: %w", name, ctx.Err())
 		case <-t.C:
+		}
+	}
+}
+
+// ReadObjects decodes every document of a YAML or JSON manifest file.
+func ReadObjects(path string) ([]*unstructured.Unstructured, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(raw), 4096)
+	var out []*unstructured.Unstructured
+	for {
+		var m map[string]any
+		if err := dec.Decode(&m); err != nil {
+			if errors.Is(err, io.EOF) {
+				return out, nil
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if len(m) > 0 {
+			out = append(out, &unstructured.Unstructured{Object: m})
 		}
 	}
 }

@@ -59,9 +59,9 @@ var _ = BeforeSuite(func() {
 
 // startOperator runs the operator in this process, wired exactly as cmd/manager.
 func startOperator() {
-	mgr, err := app.NewManager(cl.Config, ctrl.Options{
+	mgr, err := app.NewManager(cl.Config, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	})
+	}})
 	Expect(err).NotTo(HaveOccurred())
 	var opCtx context.Context
 	opCtx, stopOp = context.WithCancel(ctx)

@@ -45,7 +45,7 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 		_ = os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(root, "bin"))
 	}
 	e := &Env{env: &envtest.Environment{
-		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases")}, extraCRDs...),
+		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "dynamo")}, extraCRDs...),
 		ErrorIfCRDPathMissing: true,
 	}}
 	cfg, err := e.env.Start()
@@ -66,10 +66,10 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 }
 
 func (e *Env) startOperator() error {
-	mgr, err := app.NewManager(e.Config, ctrl.Options{
+	mgr, err := app.NewManager(e.Config, app.Options{Manager: ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	})
+	}})
 	if err != nil {
 		return err
 	}

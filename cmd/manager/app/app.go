@@ -4,11 +4,14 @@
 package app
 
 import (
+	"flag"
 	"fmt"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -26,6 +29,7 @@ import (
 	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
 
@@ -47,30 +51,85 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// CacheOptions caches only the pods of DGDs: a cluster's other pods are none of ours.
+// CacheOptions caches only the pods of DGDs, and only the Services, Ingresses,
+// ServiceAccounts, Roles, RoleBindings and ConfigMaps the operator made: a cluster's
+// others are none of ours. Secrets are never cached (read with the API reader).
 func CacheOptions() cache.Options {
 	ofDGD, err := labels.NewRequirement(v1alpha1.LabelGraph, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
+	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
 	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}: {Label: labels.NewSelector().Add(*ofDGD)},
+		&corev1.Pod{}:            {Label: labels.NewSelector().Add(*ofDGD)},
+		&corev1.Service{}:        {Label: ours},
+		&networkingv1.Ingress{}:  {Label: ours},
+		&corev1.ServiceAccount{}: {Label: ours},
+		&rbacv1.Role{}:           {Label: ours},
+		&rbacv1.RoleBinding{}:    {Label: ours},
+		&corev1.ConfigMap{}:      {Label: ours},
 	}}
+}
+
+// Options configure the operator beyond controller-runtime's manager options.
+type Options struct {
+	// Manager are controller-runtime's options; Scheme and Cache are set by NewManager.
+	Manager ctrl.Options
+	// Platform is the cluster's Dynamo platform pods are rendered for.
+	Platform render.Config
+	// Tuning is how hard the operator works.
+	Tuning Tuning
+}
+
+// Tuning sizes the operator's work: how many DGDs it reconciles at once and its API
+// request budget.
+type Tuning struct {
+	// Workers is the number of DGDs reconciled concurrently (never one DGD twice at
+	// once: the work queue hands a key to one worker at a time).
+	Workers int
+	// QPS and Burst are the client's API request budget.
+	QPS   float64
+	Burst int
+	// Pprof is the address of the pprof endpoints ("" or "0": off).
+	Pprof string
+}
+
+// DefaultTuning is the operator's default: 8 workers and 100 requests per second
+// (burst 200), sized from benchmark P3 (500 graphs on 2 cores, README).
+var DefaultTuning = Tuning{Workers: 8, QPS: 100, Burst: 200}
+
+// TuningFlags binds the flags that size the operator's work.
+func TuningFlags(fs *flag.FlagSet, t *Tuning) {
+	*t = DefaultTuning
+	fs.IntVar(&t.Workers, "max-concurrent-reconciles", t.Workers, "how many DGDs are reconciled at once (never one DGD twice at once)")
+	fs.Float64Var(&t.QPS, "kube-api-qps", t.QPS, "requests per second the operator may make to the API server")
+	fs.IntVar(&t.Burst, "kube-api-burst", t.Burst, "requests the operator may make at once above --kube-api-qps")
+	fs.StringVar(&t.Pprof, "pprof-bind-address", "", "address of the pprof endpoints, e.g. 127.0.0.1:6060 (off when empty)")
+}
+
+// PlatformFlags binds the flags that configure the cluster's Dynamo platform.
+func PlatformFlags(fs *flag.FlagSet, c *render.Config) {
+	fs.StringVar(&c.NATSServer, "nats-server", "", "NATS_SERVER given to every Dynamo pod, e.g. nats://nats.dynamo-system:4222 (none when empty)")
+	fs.StringVar(&c.ETCDEndpoints, "etcd-endpoints", "", "ETCD_ENDPOINTS given to every Dynamo pod, e.g. http://etcd.dynamo-system:2379 (none when empty)")
+	fs.StringVar(&c.PrometheusEndpoint, "prometheus-endpoint", "", "PROMETHEUS_ENDPOINT given to every Dynamo pod (the planner reads metrics there)")
+	fs.StringVar(&c.ModelExpressURL, "model-express-url", "", "MODEL_EXPRESS_URL given to every Dynamo pod")
+	fs.StringVar(&c.DiscoveryBackend, "discovery-backend", render.DiscoveryKubernetes, "default discovery backend of Dynamo pods: kubernetes or etcd (a DGD's nvidia.com/dynamo-discovery-backend annotation overrides it)")
+	fs.StringVar(&c.IngressHostSuffix, "ingress-host-suffix", "local", "domain of Ingress hosts whose spec sets no hostSuffix")
 }
 
 // Backends registers every backend this build runs, explicitly. A backend whose CRD is
 // not installed in the cluster is left out (watching it would stop the manager from
 // starting); DGDs that need it report InvalidSpec: backend not available.
-func Backends(mgr ctrl.Manager) *backends.Registry {
+func Backends(mgr ctrl.Manager, platform render.Config) *backends.Registry {
 	r := backends.NewRegistry().
-		Register(v1alpha1.BackendDeployment, deployment.New(mgr.GetClient(), mgr.GetScheme()))
+		Register(v1alpha1.BackendDeployment, deployment.New(mgr.GetClient(), mgr.GetScheme(), platform))
 	if installed(mgr, lwsv1.SchemeGroupVersion.WithKind("LeaderWorkerSet")) {
-		r.Register(v1alpha1.BackendLeaderWorkerSet, lws.New(mgr.GetClient(), mgr.GetScheme()))
+		r.Register(v1alpha1.BackendLeaderWorkerSet, lws.New(mgr.GetClient(), mgr.GetScheme(), platform))
 	} else {
 		ctrl.Log.Info("LeaderWorkerSet CRD not installed: the LeaderWorkerSet backend is off")
 	}
 	if installed(mgr, grovev1.SchemeGroupVersion.WithKind("PodCliqueSet")) {
-		r.Register(v1alpha1.BackendGrove, grove.New(mgr.GetClient(), mgr.GetScheme()))
+		r.Register(v1alpha1.BackendGrove, grove.New(mgr.GetClient(), mgr.GetScheme(), platform))
 	} else {
 		ctrl.Log.Info("Grove CRDs not installed: the Grove backend is off")
 	}
@@ -85,28 +144,45 @@ func installed(mgr ctrl.Manager, gvk schema.GroupVersionKind) bool {
 // NewManager makes the operator's manager as cmd/manager runs it: opts with this
 // scheme and cache, and the controller set up. Tests, benchmarks and make run use it
 // too, so they run what the binary runs.
-func NewManager(cfg *rest.Config, opts ctrl.Options) (ctrl.Manager, error) {
+func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	if err := o.Platform.Validate(); err != nil {
+		return nil, err
+	}
+	if o.Tuning == (Tuning{}) {
+		o.Tuning = DefaultTuning
+	}
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(o.Tuning.QPS), o.Tuning.Burst
+	opts := o.Manager
 	opts.Scheme, opts.Cache = NewScheme(), CacheOptions()
+	if o.Tuning.Pprof != "" {
+		opts.PprofBindAddress = o.Tuning.Pprof
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if err := Setup(mgr); err != nil {
+	if err := Setup(mgr, o); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
 
 // Setup adds the DynamoGraphDeployment controller to mgr.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, o Options) error {
 	r := &controllers.Reconciler{
-		Client:   mgr.GetClient(),
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("dgd-rollout"),
-		Backends: Backends(mgr),
-		History:  revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
+		Client:    mgr.GetClient(),
+		Scheme:    mgr.GetScheme(),
+		Recorder:  mgr.GetEventRecorder("dgd-rollout"),
+		Backends:  Backends(mgr, o.Platform),
+		History:   revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
+		Platform:  o.Platform,
+		APIReader: mgr.GetAPIReader(),
 	}
-	if err := r.SetupWithManager(mgr); err != nil {
+	if o.Tuning.Workers == 0 {
+		o.Tuning.Workers = DefaultTuning.Workers
+	}
+	if err := r.SetupWithManager(mgr, o.Tuning.Workers); err != nil {
 		return fmt.Errorf("setting up the DynamoGraphDeployment controller: %w", err)
 	}
 	return nil

@@ -37,6 +37,7 @@ import (
 	"github.com/dgd-rollout/operator/backends/deployment"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/faults"
 	"github.com/dgd-rollout/operator/test/harness"
@@ -96,10 +97,10 @@ var _ = BeforeSuite(func() {
 		Client:   faulty,
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("dgd-rollout"),
-		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetScheme())),
+		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetScheme(), render.Config{})),
 		History:  revisions.NewHistory(faulty, mgr.GetScheme()),
 	}
-	Expect(r.SetupWithManager(mgr)).To(Succeed())
+	Expect(r.SetupWithManager(mgr, 1)).To(Succeed())
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()
