@@ -4,6 +4,7 @@ package crash
 
 import (
 	"fmt"
+	"github.com/google/go-cmp/cmp"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -200,6 +201,12 @@ func TestCrashSafety(t *testing.T) {
 func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario) {
 	t.Helper()
 	before := versions(t, scenarios)
+	statuses := map[string]v1alpha1.DynamoGraphDeploymentStatus{}
+	for _, s := range scenarios {
+		if w, err := s.read(); err == nil {
+			statuses[s.ns+"/"+s.name] = w.d.Status
+		}
+	}
 	for i := 1; i <= 3; i++ {
 		started := len(grepLog(logPath, logWorkers))
 		appendLog(logPath, "steady-state start #%d", i)
@@ -216,6 +223,13 @@ func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario
 	for k, v := range before {
 		if after[k] != v {
 			t.Errorf("a restart with nothing to do wrote %s: %s → %s", k, v, after[k])
+		}
+	}
+	for _, s := range scenarios {
+		if w, err := s.read(); err == nil {
+			if d := cmp.Diff(statuses[s.ns+"/"+s.name], w.d.Status); d != "" {
+				t.Logf("status of %s/%s changed over the steady-state restarts (-before +after):\n%s", s.ns, s.name, d)
+			}
 		}
 	}
 	for k := range after {

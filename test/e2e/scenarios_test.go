@@ -27,9 +27,11 @@ func gpus(d *v1alpha1.DynamoGraphDeployment) *v1alpha1.DynamoGraphDeployment {
 	return d
 }
 
-func setArgs(service string, args ...string) func(*v1alpha1.DynamoGraphDeployment) {
+// addArgs appends args to a service's command line.
+func addArgs(service string, args ...string) func(*v1alpha1.DynamoGraphDeployment) {
 	return func(d *v1alpha1.DynamoGraphDeployment) {
-		d.Spec.Services[service].ExtraPodSpec.MainContainer.Args = args
+		main := d.Spec.Services[service].ExtraPodSpec.MainContainer
+		main.Args = append(main.Args, args...)
 	}
 }
 
@@ -49,7 +51,7 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 
 	It("rolls disaggregated P=4/D=2 to tensor parallelism 2 (an args change)", func() {
 		s := start(gpus(harness.NewDGD(newNamespace(), "tp").Disagg(4, 2, "vllm:v1").Obj()))
-		s.update(setArgs("decode", "--tensor-parallel-size", "2"))
+		s.update(addArgs("decode", "--tensor-parallel-size", "2"))
 		s.waitRolledOut(2)
 		st := s.w.Snapshot()
 		Expect(st.PassStates).To(BeNumerically(">", 2))

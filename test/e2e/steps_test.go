@@ -11,27 +11,36 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/test/observe"
 )
 
 // RolloutTimeout bounds one rollout in this suite.
 const RolloutTimeout = 3 * time.Minute
 
-// scenario is one DGD under the invariant watcher.
+// scenario is one DGD under the invariant watcher and the Dynamo observer.
 type scenario struct {
 	ns, name string
 	w        *Watcher
+	o        *observe.Observer
 }
 
-// start creates the DGD, starts the watcher first so it sees every event, and waits
-// until revision 1 is fully rolled out and ready.
+// start creates the DGD, starts the watcher and the observer first so they see every
+// event, and waits until revision 1 is fully rolled out and ready.
 func start(obj *v1alpha1.DynamoGraphDeployment) *scenario {
 	w, err := Watch(ctx, cl.Config, obj.Namespace, obj.Name)
 	Expect(err).NotTo(HaveOccurred())
-	s := &scenario{ns: obj.Namespace, name: obj.Name, w: w}
+	o, err := observe.Start(ctx, observe.Options{Config: cl.Config, Namespace: obj.Namespace, DGD: obj.Name})
+	Expect(err).NotTo(HaveOccurred())
+	s := &scenario{ns: obj.Namespace, name: obj.Name, w: w, o: o}
 	DeferCleanup(func() {
 		w.Stop()
+		o.Stop() // before the DGD goes: its deletion is a gap on purpose
 		GinkgoWriter.Printf("%s/%s watcher: %+v\n", s.ns, s.name, w.Snapshot())
-		s.remove() // free the fake GPUs for the next scenario
+		GinkgoWriter.Printf("%s/%s Dynamo observer: %+v\n", s.ns, s.name, o.Stats())
+		violations := o.Violations()
+		s.remove() // free the fake GPUs for the next scenario, whatever happened
+		Expect(violations).To(BeEmpty(), "what the Dynamo runtime would have seen")
 	})
 	Expect(k8s.Create(ctx, obj)).To(Succeed())
 	s.waitRolledOut(1)
@@ -60,10 +69,11 @@ func (s *scenario) update(change func(*v1alpha1.DynamoGraphDeployment)) {
 	}).Should(Succeed())
 }
 
-// until polls cond, failing at once when the watcher reports a violation.
+// until polls cond, failing at once when the watcher or the observer reports a
+// violation.
 func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment, []corev1.Pod) bool) {
 	Eventually(func(g Gomega) {
-		if v := s.w.Violations(); len(v) > 0 {
+		if v := append(s.w.Violations(), s.o.Violations()...); len(v) > 0 {
 			StopTrying(fmt.Sprintf("invariant violated: %s", strings.Join(v, "; "))).Now()
 		}
 		d := s.dgd()
@@ -74,10 +84,22 @@ func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment,
 
 // waitRolledOut waits until revision n is complete: phase Completed, every worker
 // pod on the update revision, existing, ready and not terminating.
+// Then the frontend discovers the update revision's generation, and only it, once
+// the old pods' endpoints are gone.
 func (s *scenario) waitRolledOut(n int64) {
 	s.until(fmt.Sprintf("revision %d rolled out", n), func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 		return d.Status.UpdateRevisionNumber == n && RolledOut(d, pods)
 	})
+	want := render.EffectiveNamespace(s.dgd(), true, UpdateHash(s.dgd()))
+	Eventually(func(g Gomega) {
+		fv, err := s.o.Frontend(ctx)
+		g.Expect(err).NotTo(HaveOccurred())
+		var ready []string
+		for _, gen := range fv.ReadyGenerations() {
+			ready = append(ready, gen.Namespace)
+		}
+		g.Expect(ready).To(Equal([]string{want}), "the frontend discovers only the new generation")
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 
 func (s *scenario) pods() []corev1.Pod {

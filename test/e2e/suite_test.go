@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -49,6 +50,7 @@ var _ = BeforeSuite(func() {
 	DeferCleanup(func() { Expect(cl.Stop()).To(Succeed()) })
 	GinkgoWriter.Printf("local control plane up in %s\n", cl.StartupDuration)
 	Expect(cl.InstallCRDs(ctx, append([]string{filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")}, lws.CRDPaths()...)...)).To(Succeed())
+	Expect(cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "config", "crd", "dynamo"))).To(Succeed())
 	k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
 	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
@@ -57,9 +59,14 @@ var _ = BeforeSuite(func() {
 	startOperator()
 })
 
-// startOperator runs the operator in this process, wired exactly as cmd/manager.
+// startOperator runs the operator in this process, wired exactly as cmd/manager and
+// with the permissions it ships with: as the ServiceAccount config/rbac binds to its
+// ClusterRole (config/rbac applied as is, in its namespace "system"), so a rule missing
+// from the RBAC markers fails this suite (an admin kubeconfig would hide it), including
+// the Roles it creates for Dynamo's pods, which Kubernetes lets it grant only if it holds
+// their permissions itself.
 func startOperator() {
-	mgr, err := app.NewManager(cl.Config, app.Options{Manager: ctrl.Options{
+	mgr, err := app.NewManager(operatorConfig(), app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
 	}})
 	Expect(err).NotTo(HaveOccurred())
@@ -68,6 +75,24 @@ func startOperator() {
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(opCtx) }()
 	DeferCleanup(func() { stopOp(); Expect(<-done).To(Succeed()) })
+}
+
+// operatorConfig applies config/rbac and returns a client config that acts as its
+// ServiceAccount (impersonated by the admin: the API server authorizes every request
+// as that ServiceAccount and its groups).
+func operatorConfig() *rest.Config {
+	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "system"}})).To(Succeed())
+	for _, f := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml", "leader_election_role.yaml"} {
+		objs, err := cluster.ReadObjects(filepath.Join(cluster.RepoRoot(), "config", "rbac", f))
+		Expect(err).NotTo(HaveOccurred())
+		for _, o := range objs {
+			Expect(k8s.Create(ctx, o)).To(Succeed(), "%s %s", f, o.GetName())
+		}
+	}
+	cfg := rest.CopyConfig(cl.Config)
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:system:controller-manager",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:system", "system:authenticated"}}
+	return cfg
 }
 
 func newNamespace() string {

@@ -1,6 +1,8 @@
 package harness
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -14,31 +16,41 @@ type DGD struct {
 	obj *v1alpha1.DynamoGraphDeployment
 }
 
-// NewDGD starts a DGD with a frontend of one replica.
+// FrontendImage is the test frontend's image: a Dynamo 1.6 runtime, so the frontend is
+// strict about worker namespaces (DYN_NAMESPACE_PREFIX_STRICT: only 8-hex suffixes).
+const FrontendImage = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.0"
+
+// NewDGD starts a DGD with a frontend of one replica (Dynamo's default frontend
+// command, python3 -m dynamo.frontend).
 func NewDGD(ns, name string) *DGD {
 	d := &DGD{obj: &v1alpha1.DynamoGraphDeployment{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec:       v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}},
 	}}
-	return d.Service("Frontend", v1alpha1.ComponentTypeFrontend, "", 1, "frontend:v1")
+	AddService(d.obj, "Frontend", v1alpha1.ComponentTypeFrontend, 1, FrontendImage)
+	return d
 }
 
-// Service adds a service with an image and, for workers, the vLLM command line.
+// Model is the model every test worker serves.
+const Model = "Qwen/Qwen3-0.6B"
+
+// Service adds a service with an image and, for workers, the vLLM command line
+// (`python3 -m dynamo.vllm --model Model` and args).
 func (d *DGD) Service(name, componentType, sub string, replicas int32, image string, args ...string) *DGD {
 	d.obj.Spec.Services[name] = &v1alpha1.DynamoComponentDeploymentSharedSpec{
 		ComponentType:    componentType,
 		SubComponentType: sub,
 		Replicas:         ptr.To(replicas),
 		ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
-			Image: image, Command: []string{"python3", "-m", "dynamo.vllm"}, Args: args}},
+			Image: image, Command: []string{"python3", "-m", "dynamo.vllm"}, Args: append([]string{"--model", Model}, args...)}},
 	}
 	return d
 }
 
-// Disagg adds prefill and decode workers.
+// Disagg adds prefill and decode workers (vLLM's --disaggregation-mode).
 func (d *DGD) Disagg(prefill, decode int32, image string) *DGD {
-	return d.Service("prefill", v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypePrefill, prefill, image, "--is-prefill-worker").
-		Service("decode", v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypeDecode, decode, image)
+	return d.Service("prefill", v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypePrefill, prefill, image, "--disaggregation-mode", "prefill").
+		Service("decode", v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypeDecode, decode, image, "--disaggregation-mode", "decode")
 }
 
 // Rollout sets spec.rollout.
@@ -84,9 +96,16 @@ func SetImage(dgd *v1alpha1.DynamoGraphDeployment, image string) {
 	}
 }
 
-// Multinode makes every replica of a service a gang of n pods.
+// Multinode makes every replica of a service a gang of n pods of one GPU each running
+// tensor parallelism n, so that vLLM spans the gang (the operator wires it with mp).
 func (d *DGD) Multinode(service string, n int32) *DGD {
-	d.obj.Spec.Services[service].Multinode = &v1alpha1.MultinodeSpec{NodeCount: n}
+	svc := d.obj.Spec.Services[service]
+	svc.Multinode = &v1alpha1.MultinodeSpec{NodeCount: n}
+	if svc.Resources == nil {
+		svc.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
+	}
+	main := svc.ExtraPodSpec.MainContainer
+	main.Args = append(main.Args, "--tensor-parallel-size", fmt.Sprint(n))
 	return d
 }
 

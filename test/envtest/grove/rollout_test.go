@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/harness"
 )
@@ -85,6 +86,20 @@ var _ = Describe("rollouts on Grove", func() {
 		Expect(last.Hashes()).NotTo(ContainElement(old))
 		Expect(pcsNamed(last, "gangs-"+old)).To(BeNil(), "the drained revision's PodCliqueSet is deleted whole")
 		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+		By("the frontend discovers the new generation only, and every gang formed")
+		o := observers[ns]
+		want := render.EffectiveNamespace(&last.DGD, true, last.UpdateHash())
+		Eventually(func(g Gomega) {
+			fv, err := o.Frontend(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			var ready []string
+			for _, gen := range fv.ReadyGenerations() {
+				ready = append(ready, gen.Namespace)
+			}
+			g.Expect(ready).To(Equal([]string{want}))
+		}).Should(Succeed())
+		Expect(o.Stats().Gangs).To(BeNumerically(">=", 12), "6 gangs of each revision were checked whole")
+		Expect(o.Stats().ReadyGenerations).To(ContainElements(render.EffectiveNamespace(&last.DGD, true, old), want))
 	})
 
 	It("rolls single-node P=4/D=2 standalone cliques through their scale subresource and keeps the template in step", func() {

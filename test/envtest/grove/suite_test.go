@@ -24,6 +24,7 @@ import (
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/observe"
 )
 
 var (
@@ -32,6 +33,8 @@ var (
 	nsN      int
 	rejected = &webhookRules{}
 	belowMin = &cliquesBelowMinAvailable{found: map[string]bool{}}
+	// observers holds each spec namespace's Dynamo observer.
+	observers = map[string]*observe.Observer{}
 )
 
 func TestGroveBackend(t *testing.T) {
@@ -59,9 +62,20 @@ var _ = AfterSuite(func() {
 
 func nsName(i int) string { return fmt.Sprintf("grove-%d", i) }
 
+// newNamespace gives every spec its own namespace, observed as the Dynamo runtime
+// would see it (test/observe: discovery from the Services the EndpointSlice controller
+// would make slices of, gang formation) until the spec ends.
 func newNamespace() string {
 	nsN++
 	ns := nsName(nsN)
+	o, err := observe.Start(ctx, observe.Options{Config: env.Config, Namespace: ns, SyntheticSlices: true})
+	Expect(err).NotTo(HaveOccurred())
+	observers[ns] = o
+	DeferCleanup(func() {
+		o.Stop()
+		GinkgoWriter.Printf("%s Dynamo observer: %+v\n", ns, o.Stats())
+		Expect(o.Violations()).To(BeEmpty(), "what the Dynamo runtime would have seen")
+	})
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	return ns
 }

@@ -1,0 +1,392 @@
+// Package observe watches one namespace of a live API server and checks, at every state
+// it observes, what the Dynamo runtime in the DGD's pods would do with it, since KWOK
+// and envtest never start a container:
+//
+//   - it plays every pod's runtime: a worker pod that runs gets the DynamoWorkerMetadata
+//     its runtime would publish (dynamoview.Publish);
+//   - discovery: from the EndpointSlices (or, where no EndpointSlice controller runs,
+//     the slices it would make from the Services) and those objects, what every
+//     frontend discovers (dynamoview): no Dynamo namespace ever holds workers of two
+//     revisions (a prefill would discover a decode of another generation), and once a
+//     frontend has discovered a ready generation it never has none (no zero-routable
+//     gap, Dynamo issue 13622), except under strategy Recreate, which stops the old
+//     revision before the new one starts;
+//   - gang formation: for every complete LeaderWorkerSet group and Grove scaling group
+//     replica, its members, their env expanded as the kubelet would, agree on the gang's
+//     size and leader, which is the gang's own leader pod, with ranks 0..N-1 (gangs).
+package observe
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/dynamoview"
+	"github.com/dgd-rollout/operator/test/gangs"
+)
+
+// Options say what to observe.
+type Options struct {
+	Config    *rest.Config
+	Namespace string
+	// DGD names the graph whose strategy decides whether a gap is allowed; empty: any
+	// DGD of the namespace.
+	DGD string
+	// SyntheticSlices derives EndpointSlices from the namespace's Services and pods as
+	// the EndpointSlice controller would (envtest runs none).
+	SyntheticSlices bool
+}
+
+// Stats are what an Observer saw.
+type Stats struct {
+	// States is how many observed states were checked.
+	States int
+	// Gangs is how many distinct complete gangs were checked.
+	Gangs int
+	// ReadyGenerations lists every Dynamo namespace a frontend discovered ready.
+	ReadyGenerations []string
+	// Published counts the DynamoWorkerMetadata objects played runtimes created.
+	Published int
+}
+
+// Observer checks a namespace at every event until stopped.
+type Observer struct {
+	opts   Options
+	cache  cache.Cache
+	writer client.Client
+	cancel context.CancelFunc
+	kick   chan struct{}
+	done   chan struct{}
+
+	mu         sync.Mutex
+	violations []string
+	seen       map[string]bool
+	everReady  bool
+	inGap      bool
+	gangs      map[string]bool
+	stats      Stats
+	ready      map[string]bool
+}
+
+// Start starts observing.
+func Start(ctx context.Context, opts Options) (*Observer, error) {
+	c, err := cache.New(opts.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}}})
+	if err != nil {
+		return nil, err
+	}
+	writer, err := client.New(opts.Config, client.Options{Scheme: app.NewScheme(), Cache: &client.CacheOptions{Reader: c, Unstructured: true}})
+	if err != nil {
+		return nil, err
+	}
+	o := &Observer{opts: opts, cache: c, writer: writer, kick: make(chan struct{}, 1), done: make(chan struct{}),
+		seen: map[string]bool{}, gangs: map[string]bool{}, ready: map[string]bool{}}
+	dwm := &unstructured.Unstructured{}
+	dwm.SetGroupVersionKind(dynamoview.DWMGVK)
+	kinds := []client.Object{&corev1.Pod{}, dwm, &v1alpha1.DynamoGraphDeployment{}}
+	if opts.SyntheticSlices {
+		kinds = append(kinds, &corev1.Service{})
+	} else {
+		kinds = append(kinds, &discoveryv1.EndpointSlice{})
+	}
+	run := func() { o.check(); o.poke() }
+	h := toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { run() }, UpdateFunc: func(any, any) { run() }, DeleteFunc: func(any) { run() }}
+	for _, k := range kinds {
+		inf, err := c.GetInformer(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := inf.AddEventHandler(h); err != nil {
+			return nil, err
+		}
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	o.cancel = cancel
+	go func() { _ = c.Start(cctx) }()
+	if !c.WaitForCacheSync(cctx) {
+		cancel()
+		return nil, fmt.Errorf("observer cache of %s did not sync", opts.Namespace)
+	}
+	go o.publish(cctx)
+	return o, nil
+}
+
+// Stop stops observing.
+func (o *Observer) Stop() {
+	o.cancel()
+	<-o.done
+}
+
+func (o *Observer) poke() {
+	select {
+	case o.kick <- struct{}{}:
+	default:
+	}
+}
+
+// publish plays the runtimes of running worker pods, one round per burst of events.
+func (o *Observer) publish(ctx context.Context) {
+	defer close(o.done)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-o.kick:
+		}
+		var pods corev1.PodList
+		if err := o.cache.List(ctx, &pods, client.InNamespace(o.opts.Namespace)); err != nil {
+			continue
+		}
+		before := o.countDWMs(ctx)
+		if err := dynamoview.Publish(ctx, o.writer, pods.Items); err != nil && ctx.Err() == nil {
+			o.fail("publishing DynamoWorkerMetadata: " + err.Error())
+		}
+		o.mu.Lock()
+		o.stats.Published += max(0, o.countDWMs(ctx)-before)
+		o.mu.Unlock()
+	}
+}
+
+func (o *Observer) countDWMs(ctx context.Context) int {
+	var l unstructured.UnstructuredList
+	l.SetGroupVersionKind(dynamoview.DWMGVK.GroupVersion().WithKind(dynamoview.DWMKind + "List"))
+	if o.cache.List(ctx, &l, client.InNamespace(o.opts.Namespace)) != nil {
+		return 0
+	}
+	return len(l.Items)
+}
+
+// Violations returns every distinct violation seen, first first.
+func (o *Observer) Violations() []string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]string(nil), o.violations...)
+}
+
+// Stats returns what the observer saw.
+func (o *Observer) Stats() Stats {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	s := o.stats
+	s.ReadyGenerations = nil
+	for ns := range o.ready {
+		s.ReadyGenerations = append(s.ReadyGenerations, ns)
+	}
+	sort.Strings(s.ReadyGenerations)
+	return s
+}
+
+// Frontend is what the DGD's frontend discovers now.
+func (o *Observer) Frontend(ctx context.Context) (dynamoview.FrontendView, error) {
+	pods, slices, dwms, err := o.read(ctx)
+	if err != nil {
+		return dynamoview.FrontendView{}, err
+	}
+	fes := dynamoview.Frontends(pods)
+	if len(fes) == 0 {
+		return dynamoview.FrontendView{}, fmt.Errorf("no frontend pod in %s", o.opts.Namespace)
+	}
+	return dynamoview.Compute(pods, slices, dwms).FrontendFor(fes[0]), nil
+}
+
+func (o *Observer) fail(v string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if !o.seen[v] {
+		o.seen[v] = true
+		o.violations = append(o.violations, v)
+	}
+}
+
+func (o *Observer) read(ctx context.Context) ([]corev1.Pod, []discoveryv1.EndpointSlice, []unstructured.Unstructured, error) {
+	var pods corev1.PodList
+	if err := o.cache.List(ctx, &pods, client.InNamespace(o.opts.Namespace)); err != nil {
+		return nil, nil, nil, err
+	}
+	var dwms unstructured.UnstructuredList
+	dwms.SetGroupVersionKind(dynamoview.DWMGVK.GroupVersion().WithKind(dynamoview.DWMKind + "List"))
+	if err := o.cache.List(ctx, &dwms, client.InNamespace(o.opts.Namespace)); err != nil {
+		return nil, nil, nil, err
+	}
+	var slices []discoveryv1.EndpointSlice
+	if o.opts.SyntheticSlices {
+		var svcs corev1.ServiceList
+		if err := o.cache.List(ctx, &svcs, client.InNamespace(o.opts.Namespace)); err != nil {
+			return nil, nil, nil, err
+		}
+		slices = Slices(svcs.Items, pods.Items)
+	} else {
+		var l discoveryv1.EndpointSliceList
+		if err := o.cache.List(ctx, &l, client.InNamespace(o.opts.Namespace)); err != nil {
+			return nil, nil, nil, err
+		}
+		slices = l.Items
+	}
+	return pods.Items, slices, dwms.Items, nil
+}
+
+// check checks the state the cache holds now.
+func (o *Observer) check() {
+	ctx := context.Background()
+	pods, slices, dwms, err := o.read(ctx)
+	if err != nil {
+		return
+	}
+	view := dynamoview.Compute(pods, slices, dwms)
+	for _, v := range dynamoview.CheckIsolation(view) {
+		o.fail("isolation: " + v)
+	}
+	o.checkFrontends(view, pods, o.gapAllowed(ctx))
+	o.checkGangs(pods)
+	o.mu.Lock()
+	o.stats.States++
+	o.mu.Unlock()
+}
+
+// gapAllowed reports whether the observed DGD (any, when none is named) may leave the
+// frontend without workers: strategy Recreate stops the old revision before the new one
+// starts, and a DGD being deleted (or gone) takes its whole graph down on purpose.
+func (o *Observer) gapAllowed(ctx context.Context) bool {
+	var dgds v1alpha1.DynamoGraphDeploymentList
+	if o.cache.List(ctx, &dgds, client.InNamespace(o.opts.Namespace)) != nil {
+		return false
+	}
+	found := false
+	for _, d := range dgds.Items {
+		if o.opts.DGD != "" && d.Name != o.opts.DGD {
+			continue
+		}
+		found = true
+		if d.DeletionTimestamp != nil || d.RolloutOrDefault().Strategy == v1alpha1.RecreateStrategy {
+			return true
+		}
+	}
+	return o.opts.DGD != "" && !found
+}
+
+// checkFrontends: once a frontend has discovered a ready generation, it always has one.
+func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, gapAllowed bool) {
+	fes := dynamoview.Frontends(pods)
+	if len(fes) == 0 {
+		return
+	}
+	fv := view.FrontendFor(fes[0])
+	ready := fv.ReadyGenerations()
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, g := range ready {
+		o.ready[g.Namespace] = true
+	}
+	switch {
+	case len(ready) > 0:
+		o.everReady, o.inGap = true, false
+	case o.everReady && !gapAllowed && !o.inGap:
+		o.inGap = true
+		v := fmt.Sprintf("zero-routable gap: the frontend (prefix %q, strict %v) discovers no ready generation; generations %s",
+			fes[0].Prefix, fes[0].Strict, describe(fv))
+		if !o.seen[v] {
+			o.seen[v] = true
+			o.violations = append(o.violations, v)
+		}
+	}
+}
+
+func describe(fv dynamoview.FrontendView) string {
+	out := "["
+	for i, g := range fv.Generations {
+		if i > 0 {
+			out += " "
+		}
+		out += fmt.Sprintf("%s ready=%v workers=%v missing=%v", g.Namespace, g.Ready, g.Workers, g.Missing)
+	}
+	return out + "]"
+}
+
+// checkGangs checks every complete gang (every member present and not being deleted).
+func (o *Observer) checkGangs(pods []corev1.Pod) {
+	all := gangs.GroupLWS(pods)
+	for k, g := range gangs.GroupGrove(pods) {
+		all[k] = g
+	}
+	for key, g := range all {
+		n := nodeCount(g)
+		if n < 2 || len(g.Members) != n || g.Leader == nil {
+			continue
+		}
+		for _, v := range gangs.Check(g, n) {
+			o.fail(fmt.Sprintf("gang %s: %s", key, v))
+		}
+		o.mu.Lock()
+		o.gangs[key] = true
+		o.stats.Gangs = len(o.gangs)
+		o.mu.Unlock()
+	}
+}
+
+// nodeCount is a gang's size as its workload made it: LWS's size annotation, or
+// Grove's GROVE_PCSG_TEMPLATE_NUM_PODS on its members' main container.
+func nodeCount(g *gangs.Gang) int {
+	for _, m := range g.Members {
+		if v, ok := m.Pod.Annotations["leaderworkerset.sigs.k8s.io/size"]; ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+		if c := gangs.MainContainer(m.Pod); c != nil {
+			for _, e := range c.Env {
+				if e.Name == "GROVE_PCSG_TEMPLATE_NUM_PODS" {
+					n, _ := strconv.Atoi(e.Value)
+					return n
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// Slices are the EndpointSlices the EndpointSlice controller would keep for services:
+// one per Service with a selector, carrying its labels, an endpoint per selected pod,
+// ready when the pod is ready and not terminating, or always with
+// publishNotReadyAddresses (k8s.io/endpointslice utils.go podToEndpoint).
+func Slices(services []corev1.Service, pods []corev1.Pod) []discoveryv1.EndpointSlice {
+	var out []discoveryv1.EndpointSlice
+	for _, svc := range services {
+		if len(svc.Spec.Selector) == 0 {
+			continue
+		}
+		sel := labels.SelectorFromSet(svc.Spec.Selector)
+		l := map[string]string{discoveryv1.LabelServiceName: svc.Name}
+		for k, v := range svc.Labels {
+			l[k] = v
+		}
+		s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: svc.Namespace, Name: svc.Name + "-synthetic", Labels: l},
+			AddressType: discoveryv1.AddressTypeIPv4}
+		for i := range pods {
+			p := &pods[i]
+			if !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			serving := cluster.PodReady(p)
+			terminating := p.DeletionTimestamp != nil
+			ready := svc.Spec.PublishNotReadyAddresses || serving && !terminating
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Addresses: []string{"10.0.0.1"},
+				Conditions: discoveryv1.EndpointConditions{Ready: &ready, Serving: &serving, Terminating: &terminating},
+				TargetRef:  &corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID}})
+		}
+		out = append(out, s)
+	}
+	return out
+}
