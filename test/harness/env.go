@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +48,10 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 	e := &Env{env: &envtest.Environment{
 		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "dynamo")}, extraCRDs...),
 		ErrorIfCRDPathMissing: true,
+		// A loaded 2-core CI machine runs two suites at once: kube-apiserver, draining
+		// its watches, may need more than envtest's default 20 s to stop.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
 	}}
 	cfg, err := e.env.Start()
 	if err != nil {

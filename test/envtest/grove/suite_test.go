@@ -74,7 +74,10 @@ func newNamespace() string {
 	DeferCleanup(func() {
 		o.Stop()
 		GinkgoWriter.Printf("%s Dynamo observer: %+v\n", ns, o.Stats())
-		Expect(o.Violations()).To(BeEmpty(), "what the Dynamo runtime would have seen")
+		// Fail with the violations last: a truncated log still shows them.
+		if v := o.Violations(); len(v) > 0 {
+			Fail(fmt.Sprintf("%s: what the Dynamo runtime would have seen (stats %+v):\n%s", ns, o.Stats(), strings.Join(v, "\n")))
+		}
 	})
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	return ns
