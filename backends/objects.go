@@ -4,30 +4,33 @@ import (
 	"context"
 	"fmt"
 
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// PatchReplicas reads the object key into obj and sets its replicas (the field that
-// replicas points to, nil meaning 1) to n with a merge patch; no write when it is n
-// already, nor when the object is gone (Backend: NotFound counts as success; the next
-// Observe no longer reports it). kind names the object in errors.
-func PatchReplicas[T client.Object](ctx context.Context, c client.Client, obj T, key client.ObjectKey, kind string,
-	replicas func(T) **int32, n int32) error {
+// ScaleReplicas reads the object key into obj and sets its replicas (the field that
+// replicas points to, nil meaning 1) to n through its scale subresource, as kubectl
+// scale and the HorizontalPodAutoscaler do: the write carries nothing but the count, so
+// it can never undo another writer's change to the rest of the object. No write when
+// the count is n already, nor when the object is gone (Backend: NotFound counts as
+// success; the next Observe no longer reports it). kind names the object in errors.
+func ScaleReplicas[T client.Object](ctx context.Context, c client.Client, obj T, key client.ObjectKey, kind string,
+	replicas func(T) *int32, n int32) error {
 	if err := c.Get(ctx, key, obj); apierrors.IsNotFound(err) {
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("getting %s %s: %w", kind, key, err)
 	}
-	field := replicas(obj)
-	if ptr.Deref(*field, 1) == n {
+	if ptr.Deref(replicas(obj), 1) == n {
 		return nil
 	}
-	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
-	*field = ptr.To(n)
-	if err := c.Patch(ctx, obj, patch); err != nil {
+	scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: n}}
+	if err := c.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(scale)); apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
 		return fmt.Errorf("scaling %s %s to %d: %w", kind, key, n, err)
 	}
 	return nil

@@ -23,6 +23,8 @@ import (
 // Kind is the workload kind of this backend.
 const Kind = "Deployment"
 
+// +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update
+
 // Backend manages Deployments.
 type Backend struct {
 	Client client.Client
@@ -162,7 +164,7 @@ func selector(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) 
 // stripped by hand is still counted, drained and deleted; its labels are put back.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list appsv1.DeploymentList
-	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
+	if err := backends.ListControlled(ctx, b.Client, &list, dgd); err != nil {
 		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	var out []backends.Workload
@@ -195,8 +197,8 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 // Scale implements backends.Backend.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
 	name := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}
-	return backends.PatchReplicas(ctx, b.Client, &appsv1.Deployment{}, name, Kind,
-		func(d *appsv1.Deployment) **int32 { return &d.Spec.Replicas }, replicas)
+	return backends.ScaleReplicas(ctx, b.Client, &appsv1.Deployment{}, name, Kind,
+		func(d *appsv1.Deployment) *int32 { return d.Spec.Replicas }, replicas)
 }
 
 // Delete implements backends.Backend.

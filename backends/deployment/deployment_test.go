@@ -28,7 +28,11 @@ func setup(t *testing.T) (*Backend, *v1alpha1.DynamoGraphDeployment, *int) {
 		writes++
 		return c.Patch(ctx, o, p, opts...)
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{Patch: count}).Build()
+	countSub := func(ctx context.Context, c client.Client, sub string, o client.Object, opts ...client.SubResourceUpdateOption) error {
+		writes++
+		return c.SubResource(sub).Update(ctx, o, opts...)
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{Patch: count, SubResourceUpdate: countSub}).Build()
 	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "uid-1"},
 		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
 			"Frontend": {ComponentType: "frontend", Replicas: ptr.To[int32](1), ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "fe:1"}}},

@@ -184,7 +184,7 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 // annotations) is still the DGD's: its labels are restored.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list grovev1.PodCliqueSetList
-	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
+	if err := backends.ListControlled(ctx, b.Client, &list, dgd); err != nil {
 		return nil, fmt.Errorf("listing PodCliqueSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	var out []backends.Workload

@@ -28,6 +28,7 @@ import (
 const Kind = "LeaderWorkerSet"
 
 // +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=leaderworkerset.x-k8s.io,resources=leaderworkersets/scale,verbs=get;update
 
 // Backend manages LeaderWorkerSets.
 type Backend struct {
@@ -144,7 +145,7 @@ func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.Servic
 // labels were stripped by hand is still counted and drained; its labels are put back.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list lwsv1.LeaderWorkerSetList
-	if err := b.Client.List(ctx, &list, client.InNamespace(dgd.Namespace)); err != nil {
+	if err := backends.ListControlled(ctx, b.Client, &list, dgd); err != nil {
 		return nil, fmt.Errorf("listing LeaderWorkerSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	var out []backends.Workload
@@ -177,8 +178,8 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 // Scale implements backends.Backend.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
 	name := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}
-	return backends.PatchReplicas(ctx, b.Client, &lwsv1.LeaderWorkerSet{}, name, Kind,
-		func(l *lwsv1.LeaderWorkerSet) **int32 { return &l.Spec.Replicas }, replicas)
+	return backends.ScaleReplicas(ctx, b.Client, &lwsv1.LeaderWorkerSet{}, name, Kind,
+		func(l *lwsv1.LeaderWorkerSet) *int32 { return l.Spec.Replicas }, replicas)
 }
 
 // Delete implements backends.Backend.

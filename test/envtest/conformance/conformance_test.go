@@ -140,6 +140,11 @@ func (s countingSub) Update(ctx context.Context, obj client.Object, opts ...clie
 	return s.SubResourceClient.Update(ctx, obj, opts...)
 }
 
+func (s countingSub) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	s.c.wrote()
+	return s.SubResourceClient.Patch(ctx, obj, patch, opts...)
+}
+
 // fixture is one adapter over a fresh namespace and DGD (prefill 2, decode 1, a
 // frontend), and the worker pool of its revision "h1".
 type fixture struct {

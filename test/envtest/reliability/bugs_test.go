@@ -3,6 +3,7 @@ package reliability_test
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -55,7 +56,7 @@ var _ = Describe("BUG: status written by a pass whose write failed", func() {
 		ns := newNamespace()
 		deploy(harness.NewDGD(ns, "flap").Disagg(4, 2, "vllm:v1").Rollout("1", "0").Obj())
 		log := recordDGD(ns, "flap")
-		faulty.Inject(1, faults.InternalError, faults.On(faults.OpPatch, "Deployment", "", ns))
+		faulty.Inject(1, faults.InternalError, faults.On(faults.OpUpdate, "Deployment", "scale", ns))
 		update(ns, "flap", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
 		// maxUnavailable 0 and every replica made ready at once: every service is at or
 		// above its desired ready count in every state.
@@ -108,18 +109,20 @@ var _ = Describe("BUG: a scale by hand racing the operator's own write wedges th
 	// no status is written (progressDeadlineSeconds never fires), and spec changes
 	// (pause, partition, a new image) are ignored.
 	//
-	// Reproduction: the operator scales a Deployment; right after its PATCH returns (and
+	// Reproduction: the operator scales a Deployment (its /scale); right after its write returns (and
 	// before its next pass), the same Deployment is scaled by hand to one more replica.
 	bugIt("acts on a Deployment scaled by hand right after the operator's own write", func() {
 		deterministic()
 		ns := newNamespace()
 		deploy(harness.NewDGD(ns, "race").Disagg(4, 2, "vllm:v1").Rollout("1", "0").Obj())
 		var once sync.Once
+		var raced atomic.Bool
 		faulty.AfterWrite(func(c context.Context, w faults.Write, err error) {
-			if err != nil || w.Namespace != ns || w.Kind != "Deployment" || w.Op != faults.OpPatch {
+			if err != nil || w.Namespace != ns || w.Kind != "Deployment" || w.Op != faults.OpUpdate || w.Subresource != "scale" {
 				return
 			}
 			once.Do(func() {
+				raced.Store(true)
 				var d appsv1.Deployment
 				Expect(env.Client.Get(c, client.ObjectKey{Namespace: ns, Name: w.Name}, &d)).To(Succeed())
 				d.Spec.Replicas = ptr.To(*d.Spec.Replicas + 1)
@@ -132,6 +135,7 @@ var _ = Describe("BUG: a scale by hand racing the operator's own write wedges th
 		DeferCleanup(func() { harness.SettleTimeout = prev })
 		_, err := drive(ns, "race", -1, maxSteps, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
+		Expect(raced.Load()).To(BeTrue(), "the hand scale raced an operator scale")
 	})
 })
 
