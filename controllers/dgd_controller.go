@@ -6,6 +6,8 @@ package controllers
 import (
 	"context"
 	"errors"
+	"reflect"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -46,6 +48,9 @@ type Reconciler struct {
 	Platform render.Config
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
+	// Middleware, when set, wraps the reconciler the controller runs: tests trace
+	// passes with it (which DGDs are reconciled at once).
+	Middleware func(reconcile.Reconciler) reconcile.Reconciler
 
 	expected expectations
 }
@@ -82,8 +87,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// A pass whose sync failed part-way writes no status: what it observed or planned is
 	// incomplete (no workloads, or a generation whose revision it never synced), and the
 	// retry that follows writes the status of a whole pass.
+	// Its writes made before the failure still get their Event: the retry will not make
+	// them again.
 	if err == nil {
 		err = p.writeStatus(ctx)
+		p.emitEvents(err == nil)
+	} else if done := append(p.wrote, p.objects...); len(done) > 0 {
+		p.stepEvent(v1alpha1.EventRolloutStep, strings.Join(done, ", "))
+		p.emitEvents(false)
 	}
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -112,8 +123,23 @@ func (r *Reconciler) now() time.Time {
 // the ControllerRevisions, and hears pod deletions (Recreate waits for pods to be gone).
 // workers DGDs are reconciled at once; the work queue never hands one DGD to two.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
+	// Workloads are listed per DGD through the controller-UID index (backends.ListControlled).
+	indexed := map[reflect.Type]bool{}
+	for _, be := range r.Backends.All() {
+		for _, obj := range be.Objects() {
+			if t := reflect.TypeOf(obj); !indexed[t] {
+				indexed[t] = true
+				if err := backends.IndexControllerUID(context.Background(), mgr.GetFieldIndexer(), obj); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
-		For(&v1alpha1.DynamoGraphDeployment{}).
+		// A DGD's own status writes (one per step, ours) start no pass: only its spec
+		// (generation), annotations, labels, creation and deletion do.
+		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.ControllerRevision{}).
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
@@ -130,13 +156,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			}
 		}
 	}
-	b = b.Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
+	// Pods are watched and listed as metadata only: the controller reads their labels,
+	// and a full pod of a Dynamo component (env, probes, volumes) is kilobytes.
+	b = b.WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
 		builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		}))
+	if r.Middleware != nil {
+		return b.Complete(r.Middleware(r))
+	}
 	return b.Complete(r)
 }
 

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strings"
 	"time"
 
@@ -24,7 +25,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		ru.StartTime = ptrTime(p.now)
 		ru.LastProgressTime = ptrTime(p.now)
 		if p.hasOldWorkers() {
-			p.event("Normal", "RolloutStarted", fmt.Sprintf("rolling workers to revision %d (%s)", st.UpdateRevisionNumber, p.updateHash()))
+			p.event("Normal", v1alpha1.EventRolloutStarted, fmt.Sprintf("rolling workers to revision %d (%s)", st.UpdateRevisionNumber, p.updateHash()))
 		}
 	}
 	ru.UpdatedServices = p.updatedServices()
@@ -35,15 +36,15 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	switch {
 	case len(p.wrote) > 0:
 		RolloutSteps.WithLabelValues(p.dgd.Namespace, p.dgd.Name).Inc()
-		p.event("Normal", "RolloutStep", strings.Join(append(p.wrote, p.objects...), ", "))
+		p.stepEvent(v1alpha1.EventRolloutStep, strings.Join(append(p.wrote, p.objects...), ", "))
 	case len(p.objects) > 0:
-		p.event("Normal", "ObjectsUpdated", strings.Join(p.objects, ", "))
+		p.stepEvent(v1alpha1.EventObjectsUpdated, strings.Join(p.objects, ", "))
 	}
 	if phase == v1alpha1.RolloutInProgress {
 		deadline := time.Duration(*p.dgd.RolloutOrDefault().ProgressDeadlineSeconds) * time.Second
 		left := ru.LastProgressTime.Add(deadline).Sub(p.now)
 		if left <= 0 {
-			phase, reason = v1alpha1.RolloutFailed, "ProgressDeadlineExceeded"
+			phase, reason = v1alpha1.RolloutFailed, v1alpha1.ReasonProgressDeadlineExceeded
 			msg = fmt.Sprintf("no progress for %s: %s", deadline, msg)
 		} else {
 			p.requeueAfter = left + time.Second
@@ -68,27 +69,27 @@ func (p *pass) phaseOf() (v1alpha1.RolloutPhase, string, string) {
 	a := p.after
 	switch {
 	case a.Done:
-		return v1alpha1.RolloutCompleted, "RolloutCompleted", fmt.Sprintf("every worker is on revision %d", p.revs.Update.Revision)
+		return v1alpha1.RolloutCompleted, v1alpha1.ReasonRolloutCompleted, fmt.Sprintf("every worker is on revision %d", p.revs.Update.Revision)
 	case a.Phase == planner.PhasePartitioned:
-		return v1alpha1.RolloutPaused, "Partitioned", a.Reason
+		return v1alpha1.RolloutPaused, v1alpha1.ReasonPartitioned, a.Reason
 	case a.Phase == planner.PhasePaused:
-		return v1alpha1.RolloutPaused, "Paused", a.Reason
+		return v1alpha1.RolloutPaused, v1alpha1.ReasonPaused, a.Reason
 	case a.Phase == planner.PhaseBlocked:
 		// No step keeps the invariants with these budgets; only a spec change helps.
-		return v1alpha1.RolloutFailed, "RolloutBlocked", a.Reason
+		return v1alpha1.RolloutFailed, v1alpha1.ReasonRolloutBlocked, a.Reason
 	default:
-		return v1alpha1.RolloutInProgress, "RollingUpdate", a.Reason
+		return v1alpha1.RolloutInProgress, v1alpha1.ReasonRollingUpdate, a.Reason
 	}
 }
 
 func (p *pass) eventForPhase(phase v1alpha1.RolloutPhase, reason, msg string) {
 	switch phase {
 	case v1alpha1.RolloutCompleted:
-		p.event("Normal", "RolloutCompleted", msg)
+		p.event("Normal", v1alpha1.EventRolloutCompleted, msg)
 	case v1alpha1.RolloutPaused:
-		p.event("Normal", "Rollout"+reason, msg)
+		p.event("Normal", "Rollout"+reason, msg) // EventRolloutPartitioned, EventRolloutPaused
 	case v1alpha1.RolloutFailed:
-		p.event("Warning", reason, msg)
+		p.event("Warning", reason, msg) // EventRolloutBlocked, EventProgressDeadlineExceeded
 	}
 }
 
@@ -130,10 +131,47 @@ func (p *pass) hasOldWorkers() bool {
 	return false
 }
 
+// event queues one Event about the DGD, emitted once the pass's status is written
+// (emitEvents): a pass whose status write fails is done again, and would say it twice.
 func (p *pass) event(kind, reason, msg string) {
-	if p.r.Recorder != nil {
-		p.r.Recorder.Eventf(p.dgd, nil, kind, reason, "Rollout", "%s", msg)
+	p.events = append(p.events, pendingEvent{kind: kind, reason: reason, msg: msg})
+}
+
+// stepEvent queues the Event of writes this pass made: emitted whether or not its
+// status write succeeds, since the pass that follows does not make them again.
+func (p *pass) stepEvent(reason, msg string) {
+	p.events = append(p.events, pendingEvent{kind: "Normal", reason: reason, msg: msg, made: true})
+}
+
+// pendingEvent is an Event a pass emits at its end.
+type pendingEvent struct {
+	kind, reason, msg string
+	made              bool // it reports writes made (see stepEvent)
+}
+
+// emitEvents emits the pass's Events; statusWritten false keeps only those of writes
+// made. Each Event's action carries a digest of its message: the events/v1 recorder
+// merges Events of the same regarding object, reason and action into one series and
+// keeps only the first message, so with a fixed action every step after the first in
+// six minutes would be a count on the first step's line, its own message lost. With
+// the digest each distinct message is its own Event, and only exact repeats (the same
+// failure again) become a series.
+func (p *pass) emitEvents(statusWritten bool) {
+	if p.r.Recorder == nil {
+		return
 	}
+	for _, e := range p.events {
+		if statusWritten || e.made {
+			p.r.Recorder.Eventf(p.dgd, nil, e.kind, e.reason, eventAction(e.msg), "%s", e.msg)
+		}
+	}
+}
+
+// eventAction is "Rollout-" and 8 hex digits of the message's FNV-1a hash.
+func eventAction(msg string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(msg))
+	return fmt.Sprintf("Rollout-%08x", h.Sum32())
 }
 
 func ptrTime(t time.Time) *metav1.Time {

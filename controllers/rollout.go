@@ -122,9 +122,13 @@ func (p *pass) target(k backends.Key, def int32) int32 {
 	return def
 }
 
-// applyDecreases scales workloads down; an old revision held in one object (a Grove
-// PodCliqueSet) that the plan drains whole is deleted instead of being scaled to zero
-// clique by clique, which Grove reports as lost replicas and arms gang termination for.
+// applyDecreases scales workloads down. An old revision whose every workload the plan
+// takes to zero is deleted instead: its pods go exactly as they would at zero (their
+// terminating pods still count against surge until gone, see countPods), and the
+// revision is gone in one write per workload rather than a scale to zero and, a step
+// later, a delete. A revision held in one object (a Grove PodCliqueSet) is deleted
+// whole, never scaled to zero clique by clique, which Grove reports as lost replicas
+// and arms gang termination for.
 func (p *pass) applyDecreases(ctx context.Context) error {
 	drains := p.drainedGroups()
 	for _, w := range p.byRole(p.workers(), false) {
@@ -146,18 +150,27 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 	return nil
 }
 
-// drainedGroups lists the groups (by groupOf) of old revisions whose every workload
-// the plan takes to zero.
+// drainedGroups lists the objects (by groupOf) of the old revisions whose every live
+// workload the plan takes to zero.
 func (p *pass) drainedGroups() map[string]bool {
-	out := map[string]bool{}
 	update := p.updateHash()
+	drained := map[string]bool{} // worker hash -> every live workload at zero
 	for _, w := range p.workers() {
-		if w.Group == nil || w.Terminating {
+		if w.Terminating {
 			continue
 		}
-		id := groupOf(w)
-		drained, seen := out[id]
-		out[id] = (drained || !seen) && w.Hash != update && p.target(w.Key, w.Replicas) == 0
+		d, seen := drained[w.Hash]
+		drained[w.Hash] = (d || !seen) && w.Hash != update && p.target(w.Key, w.Replicas) == 0
+	}
+	// Under Recreate a Deployment or LeaderWorkerSet is scaled to zero first and deleted
+	// once drained (cleanup): the new revision starts when the old reports no pods, a
+	// wait that then never rests on the pod list alone.
+	recreate := p.dgd.RolloutOrDefault().Strategy == v1alpha1.RecreateStrategy
+	out := map[string]bool{}
+	for _, w := range p.workers() {
+		if !w.Terminating && drained[w.Hash] && (!recreate || w.Group != nil) {
+			out[groupOf(w)] = true
+		}
 	}
 	return out
 }

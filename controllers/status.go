@@ -131,9 +131,9 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen, LastTransitionTime: metav1.NewTime(p.now)})
 	}
 	if short := p.belowFloor(st); short != "" {
-		set(v1alpha1.ConditionAvailable, metav1.ConditionFalse, "MinimumReplicasUnavailable", short)
+		set(v1alpha1.ConditionAvailable, metav1.ConditionFalse, v1alpha1.ReasonMinimumReplicasUnavailable, short)
 	} else {
-		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, "MinimumReplicasAvailable", "every service has at least its minimum available replicas")
+		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonMinimumReplicasAvailable, "every service has at least its minimum available replicas")
 	}
 	ru := st.RollingUpdate
 	switch ru.Phase {
@@ -142,14 +142,14 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	case v1alpha1.RolloutPaused:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionUnknown, ru.Reason, ru.Message)
 	case v1alpha1.RolloutCompleted:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "NewRevisionAvailable", fmt.Sprintf("revision %d is rolled out", st.UpdateRevisionNumber))
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonNewRevisionAvailable, fmt.Sprintf("revision %d is rolled out", st.UpdateRevisionNumber))
 	default:
-		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, "RolloutInProgress", ru.Message)
+		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRolloutInProgress, ru.Message)
 	}
 	if ru.Phase == v1alpha1.RolloutCompleted && p.allReady(st) {
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, "AllReplicasReady", "every service has all its replicas ready on the update revision")
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllReplicasReady, "every service has all its replicas ready on the update revision")
 	} else {
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, "ReplicasNotReady", fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase))
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonReplicasNotReady, fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase))
 	}
 }
 
@@ -187,9 +187,9 @@ func (p *pass) markInvalid(e *invalidSpecError) {
 	p.invalid = e
 	st := &p.dgd.Status
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: "InvalidSpec", Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
+		Reason: v1alpha1.ReasonInvalidSpec, Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
 	if p.old.ObservedGeneration != p.dgd.Generation || !meta.IsStatusConditionPresentAndEqual(p.old.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse) {
-		p.event("Warning", "InvalidSpec", e.msg)
+		p.event("Warning", v1alpha1.EventInvalidSpec, e.msg)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,7 @@ type pass struct {
 	// objects are writes of the objects the workloads' pods need (Services, RBAC,
 	// ConfigMaps, Secrets): an event of their own, never rollout progress.
 	objects      []string
+	events       []pendingEvent // emitted at the end of the pass (emitEvents)
 	invalid      *invalidSpecError
 	requeueAfter time.Duration
 	// waitingForCache: the cache does not yet show the operator's last write; this pass
@@ -214,7 +216,8 @@ func (p *pass) podsWithoutWorkload(pods map[backends.Key]int32, seen map[backend
 // any of its pods is left). Deployment status excludes terminating pods; Recreate must
 // wait for them too.
 func (p *pass) countPods(ctx context.Context) (map[backends.Key]int32, error) {
-	var pods corev1.PodList
+	var pods metav1.PartialObjectMetadataList
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 	if err := p.r.Client.List(ctx, &pods, client.InNamespace(p.dgd.Namespace),
 		client.MatchingLabels{v1alpha1.LabelGraph: p.dgd.Name}); err != nil {
 		return nil, fmt.Errorf("listing pods of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)

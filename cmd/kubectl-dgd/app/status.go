@@ -161,14 +161,14 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}, false, nil
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason == "InvalidSpec" {
+		c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidSpec {
 		return nil, false, fmt.Errorf("dynamographdeployment %q has an invalid spec: %s", dgd.Name, c.Message)
 	}
 	if st.UpdateRevision == "" {
 		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}, false, nil
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Status == metav1.ConditionFalse {
-		if c.Reason == "ProgressDeadlineExceeded" {
+		if c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
 			return nil, false, fmt.Errorf("dynamographdeployment %q exceeded its progress deadline: %s", dgd.Name, c.Message)
 		}
 		return nil, false, fmt.Errorf("dynamographdeployment %q rollout failed (%s): %s", dgd.Name, c.Reason, c.Message)

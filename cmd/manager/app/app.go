@@ -51,7 +51,8 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// CacheOptions caches only the pods of DGDs, and only the Services, Ingresses,
+// CacheOptions caches only the pods of DGDs (as metadata: the controller watches and
+// lists them so), and only the Services, Ingresses,
 // ServiceAccounts, Roles, RoleBindings and ConfigMaps the operator made: a cluster's
 // others are none of ours. Secrets are never cached (read with the API reader).
 func CacheOptions() cache.Options {
@@ -60,15 +61,18 @@ func CacheOptions() cache.Options {
 		panic(err)
 	}
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
-	return cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Pod{}:            {Label: labels.NewSelector().Add(*ofDGD)},
-		&corev1.Service{}:        {Label: ours},
-		&networkingv1.Ingress{}:  {Label: ours},
-		&corev1.ServiceAccount{}: {Label: ours},
-		&rbacv1.Role{}:           {Label: ours},
-		&rbacv1.RoleBinding{}:    {Label: ours},
-		&corev1.ConfigMap{}:      {Label: ours},
-	}}
+	return cache.Options{
+		// Nothing reads managedFields: the cache need not hold them.
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}:            {Label: labels.NewSelector().Add(*ofDGD)},
+			&corev1.Service{}:        {Label: ours},
+			&networkingv1.Ingress{}:  {Label: ours},
+			&corev1.ServiceAccount{}: {Label: ours},
+			&rbacv1.Role{}:           {Label: ours},
+			&rbacv1.RoleBinding{}:    {Label: ours},
+			&corev1.ConfigMap{}:      {Label: ours},
+		}}
 }
 
 // Options configure the operator beyond controller-runtime's manager options.

@@ -5,12 +5,14 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -106,5 +108,34 @@ var _ = Describe("steady state", func() {
 		after := rvs()
 		Eventually(reconciles).Should(BeNumerically(">", before), "the counter moves when a reconcile has returned")
 		Expect(rvs()).To(Equal(after))
+	})
+})
+
+var _ = Describe("rollout events", func() {
+	It("keeps one RolloutStep Event per step, each with its own message, none folded into another's series", func() {
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "steps").Disagg(4, 2, "vllm:v1").Rollout("1", "0").Obj()
+		deploy(obj)
+		before := testutil.ToFloat64(controllers.RolloutSteps.WithLabelValues(ns, "steps"))
+		update(ns, "steps", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "steps", -1, 40, harness.CompletedAt(2))
+		Expect(err).NotTo(HaveOccurred())
+		steps := int(testutil.ToFloat64(controllers.RolloutSteps.WithLabelValues(ns, "steps")) - before)
+		Expect(steps).To(BeNumerically(">=", 4), "P=4/D=2 at maxSurge 1 takes several steps")
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			notes := map[string]bool{}
+			for _, e := range list.Items {
+				if e.Reason != v1alpha1.EventRolloutStep || e.Regarding.Name != "steps" {
+					continue
+				}
+				g.Expect(e.Series).To(BeNil(), "step %q was counted into a series", e.Note)
+				g.Expect(notes).NotTo(HaveKey(e.Note))
+				notes[e.Note] = true
+			}
+			// The steps of the first deploy happened before `before`, their events too.
+			g.Expect(len(notes)).To(BeNumerically(">=", steps))
+		}).Should(Succeed())
 	})
 })

@@ -49,6 +49,8 @@ var (
 	ctx    = context.Background()
 	nsN    int
 
+	trace *tracer
+
 	// rate is the share of the operator's writes that fail in the rollout scenarios.
 	rate = envFloat("FAULT_RATE", 0.05)
 	seed = uint64(envFloat("FAULT_SEED", 7))
@@ -100,7 +102,12 @@ var _ = BeforeSuite(func() {
 		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetScheme(), render.Config{})),
 		History:  revisions.NewHistory(faulty, mgr.GetScheme()),
 	}
-	Expect(r.SetupWithManager(mgr, 1)).To(Succeed())
+	// As many workers as the operator runs by default; trace checks that no DGD is ever
+	// reconciled by two of them at once, over every spec of the suite.
+	trace = newTracer()
+	r.Middleware = trace.wrap
+	Expect(r.SetupWithManager(mgr, app.DefaultTuning.Workers)).To(Succeed())
+	DeferCleanup(func() { Expect(trace.overlapsSeen()).To(BeEmpty(), "a DGD reconciled by two workers at once") })
 	mctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(mctx) }()

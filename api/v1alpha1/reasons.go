@@ -1,0 +1,44 @@
+package v1alpha1
+
+// Reasons of status.rollingUpdate.reason and of the conditions.
+const (
+	// ReasonRollingUpdate: workers are moving to the update revision.
+	ReasonRollingUpdate = "RollingUpdate"
+	// ReasonPartitioned: the rollout holds at spec.rollout.partition.
+	ReasonPartitioned = "Partitioned"
+	// ReasonPaused: spec.rollout.paused holds the rollout.
+	ReasonPaused = "Paused"
+	// ReasonRolloutBlocked: no step keeps the invariants with these budgets.
+	ReasonRolloutBlocked = "RolloutBlocked"
+	// ReasonRolloutCompleted: every worker is on the update revision.
+	ReasonRolloutCompleted = "RolloutCompleted"
+	// ReasonProgressDeadlineExceeded: no progress for progressDeadlineSeconds.
+	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
+	// ReasonInvalidSpec: a spec no retry can fix (Ready False).
+	ReasonInvalidSpec = "InvalidSpec"
+
+	// Progressing condition.
+	ReasonRolloutInProgress    = "RolloutInProgress"
+	ReasonNewRevisionAvailable = "NewRevisionAvailable"
+	// Available condition.
+	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
+	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
+	// Ready condition.
+	ReasonAllReplicasReady = "AllReplicasReady"
+	ReasonReplicasNotReady = "ReplicasNotReady"
+)
+
+// Reasons of the Events the operator emits about a DGD. Every step of a rollout is one
+// RolloutStep Event naming each workload it scaled, created or deleted and each object
+// it wrote; a step that only wrote objects is one ObjectsUpdated Event.
+const (
+	EventRolloutStarted           = "RolloutStarted"
+	EventRolloutStep              = "RolloutStep"
+	EventObjectsUpdated           = "ObjectsUpdated"
+	EventRolloutCompleted         = "RolloutCompleted"
+	EventRolloutPartitioned       = "Rollout" + ReasonPartitioned
+	EventRolloutPaused            = "Rollout" + ReasonPaused
+	EventRolloutBlocked           = ReasonRolloutBlocked
+	EventProgressDeadlineExceeded = ReasonProgressDeadlineExceeded
+	EventInvalidSpec              = ReasonInvalidSpec
+)
