@@ -53,6 +53,13 @@ var ReconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Reconcile passes of a DynamoGraphDeployment that ended in an error.",
 }, []string{"namespace", "name"})
 
+// StaleReads counts passes that found the cached DGD a status write behind the
+// operator's own and read it from the API server instead, as dgd_stale_cache_reads_total.
+var StaleReads = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "dgd_stale_cache_reads_total",
+	Help: "Passes whose cached DynamoGraphDeployment predated the operator's last status write, read from the API server instead.",
+})
+
 // rolloutPhases are the values of the phase label of dgd_rollout_phase.
 var rolloutPhases = []v1alpha1.RolloutPhase{
 	v1alpha1.RolloutPending, v1alpha1.RolloutInProgress, v1alpha1.RolloutPaused,
@@ -60,7 +67,7 @@ var rolloutPhases = []v1alpha1.RolloutPhase{
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutDuration, RevisionsKept, ReconcileErrors)
+	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutDuration, RevisionsKept, ReconcileErrors, StaleReads)
 }
 
 // ObservePhase sets dgd_rollout_phase of DGD namespace/name: 1 for phase, 0 for every

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -35,6 +36,7 @@ func (p *pass) writeStatus(ctx context.Context) error {
 	if err := p.r.Client.Status().Update(ctx, p.dgd); err != nil {
 		return fmt.Errorf("updating status of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
+	p.r.statusRV.Store(client.ObjectKeyFromObject(p.dgd), p.dgd.ResourceVersion)
 	ObserveStatus(p.dgd.Namespace, p.dgd.Name, p.old, st)
 	return nil
 }

@@ -1,0 +1,55 @@
+package controllers
+
+import (
+	"context"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// liveReader is the API server: it counts reads and returns the DGD at rv.
+type liveReader struct {
+	rv    string
+	reads int
+}
+
+func (l *liveReader) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+	l.reads++
+	obj.(*v1alpha1.DynamoGraphDeployment).ObjectMeta = metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: l.rv}
+	return nil
+}
+
+func (l *liveReader) List(context.Context, client.ObjectList, ...client.ListOption) error { return nil }
+
+func TestFreshReadsPastACacheBehindOurStatusWrite(t *testing.T) {
+	live := &liveReader{rv: "12"}
+	r := &Reconciler{APIReader: live}
+	key := types.NamespacedName{Namespace: "ns", Name: "g"}
+	cached := func(rv string) *v1alpha1.DynamoGraphDeployment {
+		return &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: rv}}
+	}
+	d := cached("9")
+	if err := r.fresh(context.Background(), d); err != nil || live.reads != 0 || d.ResourceVersion != "9" {
+		t.Fatalf("no status written yet: the cache is used (reads %d, rv %s, err %v)", live.reads, d.ResourceVersion, err)
+	}
+	r.statusRV.Store(key, "10")
+	for _, c := range []struct {
+		rv    string
+		reads int
+		want  string
+	}{
+		{"9", 1, "12"},  // the cache predates our write: read past it
+		{"10", 1, "10"}, // the cache shows our write
+		{"11", 1, "11"}, // and more
+		{"x", 1, "x"},   // a resourceVersion that does not parse: the cache, a conflict then retries
+	} {
+		d := cached(c.rv)
+		if err := r.fresh(context.Background(), d); err != nil || live.reads != c.reads || d.ResourceVersion != c.want {
+			t.Fatalf("cached rv %s: reads %d (want %d), rv %s (want %s), err %v", c.rv, live.reads, c.reads, d.ResourceVersion, c.want, err)
+		}
+	}
+}
