@@ -1,0 +1,652 @@
+package bench
+
+// P3: N graphs rolled at once against the 2N plain Deployments that are their workers,
+// in one run on the local control plane (KWOK pod-ready delay 1 s, 40 nodes): N DGDs of
+// frontend 1 + prefill 2 + decode 1 (maxSurge 1, maxUnavailable 0, backend Deployment),
+// every worker image changed at once, against N prefill (2) and N decode (1) plain
+// Deployments with the same budgets, rolled by kube-controller-manager. The operator
+// runs as its own process (cmd/manager) behind a proxy that records its requests, with
+// the API budget the local kube-controller-manager has (QPS 500, burst 1000).
+//
+//	go test ./test/bench/ -run '^$' -bench P3 -benchtime=1x -timeout 60m   # P3_N=500 by default
+//
+// Printed: both rollout times and their ratio (target <= 1.2), the create times of the
+// N graphs and of the 2N Deployments (target <= 1.5x), the operator's writes per graph
+// rollout by verb and resource, its writes per rollout step (target <= 2 workload and
+// status writes), its peak RSS (target <= 150 MiB), the p50/p99 time from a workload's
+// readiness change to the operator's next write for that graph, and its writes in a 10 s
+// window of steady state (target 0).
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/opproc"
+)
+
+// P3 fixed parameters.
+const (
+	p3Nodes         = 40
+	p3PodReadyDelay = time.Second
+	p3Workers       = 32 // concurrent client requests of the benchmark itself
+)
+
+// p3Flags are the operator's flags in P3: the API budget the local
+// kube-controller-manager runs with, and its metrics on p3Metrics.
+var p3Flags = []string{"--leader-elect=false", "--metrics-bind-address=" + p3Metrics, "--health-probe-bind-address=0",
+	"--kube-api-qps=500", "--kube-api-burst=1000"}
+
+// p3Metrics is where the operator process serves its Prometheus metrics in P3, and
+// p3Pprof its pprof endpoints when P3_PROFILE names a directory: the operator's CPU
+// profile over the DGD rollout's first minute and its heap at the rollout's end are
+// written there.
+const (
+	p3Metrics = "127.0.0.1:18383"
+	p3Pprof   = "127.0.0.1:18384"
+)
+
+var p3Profile = os.Getenv("P3_PROFILE")
+
+func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
+	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
+		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
+	}
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("P3_N")); err == nil && v > 0 {
+		n = v
+	}
+	ctrl.SetLogger(logr.Discard())
+	ctx := context.Background()
+	cl, err := cluster.Start(ctx, cluster.Options{Nodes: p3Nodes, PodReadyDelay: p3PodReadyDelay})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cl.Stop() }()
+	if err := cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")); err != nil {
+		b.Fatal(err)
+	}
+	if err := cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "config", "crd", "dynamo")); err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	bin, err := opproc.Build(cluster.RepoRoot(), dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	proxy, err := opproc.StartProxy(cl.Config, dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = proxy.Close() }()
+	flags := append(append([]string(nil), p3Flags...), strings.Fields(os.Getenv("P3_FLAGS"))...) // e.g. P3_FLAGS=--max-concurrent-reconciles=32
+	if p3Profile != "" {
+		flags = append(flags, "--pprof-bind-address="+p3Pprof)
+	}
+	logDir := dir
+	if p3Profile != "" {
+		logDir = p3Profile // kept, with the profiles
+		flags = append(flags, "--zap-log-level=debug")
+	}
+	op, err := opproc.Start(bin, proxy.Kubeconfig, filepath.Join(logDir, "operator.log"), flags...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer op.Stop()
+	cfg := rest.CopyConfig(cl.Config)
+	cfg.QPS, cfg.Burst = 2000, 4000
+	k8s, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i}
+		r.plain(b)
+		r.graphs(b)
+		rss, _ := op.PeakRSS()
+		r.report(b, rss)
+	}
+}
+
+// p3Run is one round of P3.
+type p3Run struct {
+	n     int
+	k8s   client.Client
+	cfg   *rest.Config
+	proxy *opproc.Proxy
+	round int
+
+	plainCreate, plainRoll, dgdCreate, dgdRoll time.Duration
+	createWrites                               int                      // writes but Events over the N creates
+	writes                                     map[string]int           // "VERB resource" over the DGD rollout
+	took                                       map[string]time.Duration // their total answer time
+	steps                                      int
+	steady                                     int
+	latencies                                  []time.Duration
+	plainCPU, dgdCPU                           map[string]float64 // CPU seconds per process over each rollout
+}
+
+// parallel runs f(i) for i in [0, n) on p3Workers goroutines and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	var mu sync.Mutex
+	var first error
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < p3Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	return first
+}
+
+// plain creates and rolls the 2N Deployments.
+func (r *p3Run) plain(b *testing.B) {
+	ctx := context.Background()
+	ns := fmt.Sprintf("p3-plain-%d", r.round)
+	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	c := r.watch(b, ns)
+	defer c.stop()
+	begin := time.Now()
+	if err := parallel(2*r.n, func(i int) error { return r.k8s.Create(ctx, plainDeployment(ns, i, "vllm:v1")) }); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return c.plainDone(2*r.n, "vllm:v1") })
+	r.plainCreate = time.Since(begin)
+	begin = time.Now()
+	cpu0 := processCPU()
+	if err := parallel(2*r.n, func(i int) error {
+		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"vllm:v2"}]}}}}`)
+		return r.k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plainName(i)}}, client.RawPatch("application/strategic-merge-patch+json", patch))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return c.plainDone(2*r.n, "vllm:v2") && c.podsOf(ns) == 3*r.n })
+	r.plainRoll = time.Since(begin)
+	r.plainCPU = cpu0.since()
+	r.deleteNamespace(b, ns, c)
+}
+
+func plainName(i int) string {
+	if i%2 == 0 {
+		return fmt.Sprintf("g%04d-prefill", i/2)
+	}
+	return fmt.Sprintf("g%04d-decode", i/2)
+}
+
+// plainDeployment is graph i/2's prefill (2 replicas) or decode (1) as a plain
+// Deployment with maxSurge 1, maxUnavailable 0.
+func plainDeployment(ns string, i int, image string) *appsv1.Deployment {
+	labels := map[string]string{"app": plainName(i)}
+	replicas := int32(2)
+	if i%2 == 1 {
+		replicas = 1
+	}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plainName(i)},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To(replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: image}}}},
+		}}
+}
+
+// graphs creates and rolls the N DGDs and measures the operator.
+func (r *p3Run) graphs(b *testing.B) {
+	ctx := context.Background()
+	ns := fmt.Sprintf("p3-dgd-%d", r.round)
+	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	c := r.watch(b, ns)
+	defer c.stop()
+	begin := time.Now()
+	if err := parallel(r.n, func(i int) error {
+		obj := harness.NewDGD(ns, fmt.Sprintf("g%04d", i)).Disagg(2, 1, "vllm:v1").Rollout("1", "0").Backend(v1alpha1.BackendDeployment).Obj()
+		return r.k8s.Create(ctx, obj)
+	}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return c.graphsDone(r.n, 1) })
+	r.dgdCreate = time.Since(begin)
+	r.createWrites = 0
+	for _, q := range r.proxy.Requests(begin) {
+		if q.Write() && q.Namespace == ns && q.Resource != "events" {
+			r.createWrites++
+		}
+	}
+	trace(r.proxy.Requests(begin), ns, begin, "create")
+	stepsBefore := r.operatorSteps(b)
+	stopProfile := profile(b, fmt.Sprintf("cpu-%d.pprof", r.round))
+	begin = time.Now()
+	cpu0 := processCPU()
+	if err := parallel(r.n, func(i int) error {
+		return retryConflict(func() error {
+			var d v1alpha1.DynamoGraphDeployment
+			if err := r.k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: fmt.Sprintf("g%04d", i)}, &d); err != nil {
+				return err
+			}
+			harness.SetImage(&d, "vllm:v2")
+			return r.k8s.Update(ctx, &d)
+		})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return c.graphsDone(r.n, 2) && c.podsOf(ns) == 4*r.n })
+	r.dgdRoll = time.Since(begin)
+	r.dgdCPU = cpu0.since()
+	stopProfile()
+	fetch(b, "/debug/pprof/heap", fmt.Sprintf("heap-%d.pprof", r.round))
+	if p3Profile != "" {
+		copyMetrics(b, fmt.Sprintf("metrics-%d.txt", r.round))
+	}
+	r.steps = r.operatorSteps(b) - stepsBefore
+	reqs := r.proxy.Requests(begin)
+	r.writes = map[string]int{}
+	r.took = map[string]time.Duration{}
+	for _, q := range reqs {
+		if q.Write() && q.Namespace == ns {
+			r.writes[q.Verb+" "+q.Resource]++
+			r.took[q.Verb+" "+q.Resource] += q.Took
+		}
+	}
+	r.latencies = c.latencies(reqs, ns)
+	trace(reqs, ns, begin, "rollout")
+	quiet := time.Now()
+	time.Sleep(10 * time.Second) // a measurement window, not a wait: steady state writes nothing
+	for _, q := range r.proxy.Requests(quiet) {
+		if q.Write() && q.Namespace == ns {
+			r.steady++
+		}
+	}
+	r.deleteNamespace(b, ns, c)
+}
+
+// operatorSteps reads the operator's dgd_rollout_steps_total (passes that moved
+// replicas), summed over every DGD, from its metrics endpoint.
+func (r *p3Run) operatorSteps(b *testing.B) int {
+	resp, err := http.Get("http://" + p3Metrics + "/metrics")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "dgd_rollout_steps_total{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64); err == nil {
+			sum += v
+		}
+	}
+	return int(sum)
+}
+
+func retryConflict(f func() error) error {
+	for {
+		if err := f(); !apierrors.IsConflict(err) {
+			return err
+		}
+	}
+}
+
+func (r *p3Run) deleteNamespace(b *testing.B, ns string, c *p3Cache) {
+	if err := r.k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool { return c.podsOf(ns) == 0 })
+}
+
+func (r *p3Run) report(b *testing.B, rss int64) {
+	ratio := r.dgdRoll.Seconds() / r.plainRoll.Seconds()
+	create := r.dgdCreate.Seconds() / r.plainCreate.Seconds()
+	// Writes by kind: the workloads (deployments, their scale), the DGD's status, the
+	// Events, and the other objects of a graph (Services, ControllerRevisions...).
+	var total, workload, status, events, objects int
+	var keys []string
+	for k, v := range r.writes {
+		keys = append(keys, k)
+		total += v
+		switch res := strings.Fields(k)[1]; {
+		case strings.HasPrefix(res, "deployments"):
+			workload += v
+		case res == "dynamographdeployments/status":
+			status += v
+		case res == "events":
+			events += v
+		default:
+			objects += v
+		}
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f (%s each)", k, float64(r.writes[k])/float64(r.n),
+			(r.took[k]/time.Duration(r.writes[k])).Round(time.Millisecond)))
+	}
+	steps := float64(max(r.steps, 1))
+	perStep := float64(workload+status) / steps
+	p50, p99 := percentile(r.latencies, 50), percentile(r.latencies, 99)
+	b.ReportMetric(r.plainRoll.Seconds(), "deployments-s")
+	b.ReportMetric(r.dgdRoll.Seconds(), "dgds-s")
+	b.ReportMetric(ratio, "ratio")
+	b.ReportMetric(create, "create-ratio")
+	b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
+	b.ReportMetric(perStep, "writes/step")
+	fmt.Printf(`P3 (N=%d graphs of frontend 1 + prefill 2 + decode 1, maxSurge 1 / maxUnavailable 0, %d KWOK nodes, pod-ready delay %s):
+    rollout: %d plain Deployments %.1fs, %d DGDs %.1fs, ratio %.2f (target <= 1.2)
+    create:  %d plain Deployments %.1fs, %d DGDs %.1fs, ratio %.2f (target <= 1.5); %.1f operator writes per graph, Events aside
+    operator writes per graph rollout: %.2f (verb resource: per graph, API server answer time)
+        %s
+    per rollout step (%d steps, %.2f per graph): %.2f workload+status writes (target <= 2): %.2f workload, %.2f status; also %.2f Events, %.2f other objects
+    readiness change -> next write for that graph: p50 %s, p99 %s (%d changes)
+    operator peak RSS %.0f MiB (target <= 150); writes in 10 s of steady state: %d (target 0)
+    CPU seconds over the rollout (plain -> DGDs): %s
+`, r.n, p3Nodes, p3PodReadyDelay, 2*r.n, r.plainRoll.Seconds(), r.n, r.dgdRoll.Seconds(), ratio,
+		2*r.n, r.plainCreate.Seconds(), r.n, r.dgdCreate.Seconds(), create, float64(r.createWrites)/float64(r.n),
+		float64(total)/float64(r.n), strings.Join(parts, "\n        "), r.steps, steps/float64(r.n), perStep,
+		float64(workload)/steps, float64(status)/steps, float64(events)/steps, float64(objects)/steps,
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), len(r.latencies), float64(rss)/(1<<20), r.steady, cpuLine(r.plainCPU, r.dgdCPU))
+}
+
+// cpuTimes is the CPU time (user + system, seconds) of the processes that play a part
+// in P3, by command name: the control plane, KWOK, the operator, the benchmark itself.
+type cpuTimes map[string]float64
+
+// processCPU reads /proc/<pid>/stat of every process (Linux; empty elsewhere).
+func processCPU() cpuTimes {
+	out := cpuTimes{}
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", d.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ... utime(14) stime(15), counted after the ")".
+		st := string(raw)
+		open, closing := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		f := strings.Fields(st[closing+1:])
+		if len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseFloat(f[11], 64)
+		sy, _ := strconv.ParseFloat(f[12], 64)
+		out[st[open+1:closing]] += (ut + sy) / 100 // USER_HZ
+	}
+	return out
+}
+
+// since is the CPU each process used since c was read (processes that exited aside).
+func (c cpuTimes) since() cpuTimes {
+	now, out := processCPU(), cpuTimes{}
+	for k, v := range now {
+		if d := v - c[k]; d >= 0.5 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func cpuLine(plain, dgd cpuTimes) string {
+	names := map[string]bool{}
+	for k := range plain {
+		names[k] = true
+	}
+	for k := range dgd {
+		names[k] = true
+	}
+	var keys []string
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return dgd[keys[i]] > dgd[keys[j]] })
+	var parts []string
+	var tp, td float64
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.1f -> %.1f", k, plain[k], dgd[k]))
+		tp += plain[k]
+		td += dgd[k]
+	}
+	return fmt.Sprintf("total %.1f -> %.1f; %s", tp, td, strings.Join(parts, ", "))
+}
+
+func percentile(ds []time.Duration, p int) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[min(len(s)-1, len(s)*p/100)]
+}
+
+// p3Cache watches one namespace's Deployments, pods and DGDs, and records when each
+// Deployment's available replicas changed (a readiness change of its graph).
+type p3Cache struct {
+	c      cache.Cache
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	changes []readinessChange
+}
+
+type readinessChange struct {
+	graph string
+	at    time.Time
+}
+
+func (r *p3Run) watch(b *testing.B, ns string) *p3Cache {
+	c, err := cache.New(r.cfg, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	pc := &p3Cache{c: c}
+	ctx, cancel := context.WithCancel(context.Background())
+	pc.cancel = cancel
+	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Pod{}, &v1alpha1.DynamoGraphDeployment{}} {
+		inf, err := c.GetInformer(ctx, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, ok := o.(*appsv1.Deployment); ok {
+			_, _ = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{UpdateFunc: func(old, cur any) {
+				o, n := old.(*appsv1.Deployment), cur.(*appsv1.Deployment)
+				if o.Status.AvailableReplicas != n.Status.AvailableReplicas {
+					pc.mu.Lock()
+					pc.changes = append(pc.changes, readinessChange{graph: graphOf(n.Name), at: time.Now()})
+					pc.mu.Unlock()
+				}
+			}})
+		}
+	}
+	go func() { _ = c.Start(ctx) }()
+	c.WaitForCacheSync(ctx)
+	return pc
+}
+
+func (c *p3Cache) stop() { c.cancel() }
+
+// graphOf is the graph a workload, DGD or Event name belongs to (names start `gNNNN`,
+// then "-" or, for an Event, ".").
+func graphOf(name string) string {
+	if i := strings.IndexAny(name, "-."); i > 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func (c *p3Cache) podsOf(ns string) int {
+	var pods corev1.PodList
+	if c.c.List(context.Background(), &pods, client.InNamespace(ns)) != nil {
+		return -1
+	}
+	return len(pods.Items)
+}
+
+// plainDone: every Deployment runs image, every replica updated and available, no old
+// pod left.
+func (c *p3Cache) plainDone(want int, image string) bool {
+	var ds appsv1.DeploymentList
+	if c.c.List(context.Background(), &ds) != nil || len(ds.Items) != want {
+		return false
+	}
+	for _, d := range ds.Items {
+		s, n := d.Status, ptr.Deref(d.Spec.Replicas, 1)
+		if d.Spec.Template.Spec.Containers[0].Image != image || s.ObservedGeneration < d.Generation ||
+			s.UpdatedReplicas != n || s.Replicas != n || s.AvailableReplicas != n {
+			return false
+		}
+	}
+	return true
+}
+
+// graphsDone: every DGD Completed on revision rev, its old Deployments gone.
+func (c *p3Cache) graphsDone(want int, rev int64) bool {
+	var dgds v1alpha1.DynamoGraphDeploymentList
+	if c.c.List(context.Background(), &dgds) != nil || len(dgds.Items) != want {
+		return false
+	}
+	for _, d := range dgds.Items {
+		ru := d.Status.RollingUpdate
+		if d.Status.UpdateRevisionNumber != rev || ru == nil || ru.Phase != v1alpha1.RolloutCompleted {
+			return false
+		}
+	}
+	var ds appsv1.DeploymentList
+	return c.c.List(context.Background(), &ds) == nil && len(ds.Items) == 3*want
+}
+
+// latencies pairs each readiness change of a graph with the operator's first write for
+// that graph after it (its workloads or its status).
+func (c *p3Cache) latencies(reqs []opproc.Request, ns string) []time.Duration {
+	byGraph := map[string][]time.Time{}
+	for _, q := range reqs {
+		if q.Write() && q.Namespace == ns && !strings.HasPrefix(q.Resource, "events") {
+			byGraph[graphOf(q.Name)] = append(byGraph[graphOf(q.Name)], q.At)
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Duration
+	for _, ch := range c.changes {
+		ws := byGraph[ch.graph]
+		i := sort.Search(len(ws), func(i int) bool { return !ws[i].Before(ch.at) })
+		if i < len(ws) && ws[i].Sub(ch.at) < time.Minute {
+			out = append(out, ws[i].Sub(ch.at))
+		}
+	}
+	return out
+}
+
+// profile starts a CPU profile of the operator's first 60 s of the rollout (when
+// P3_PROFILE is set) and returns the function that waits for it to be written to
+// P3_PROFILE/name.
+func profile(b *testing.B, name string) func() {
+	if p3Profile == "" {
+		return func() {}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fetch(b, "/debug/pprof/profile?seconds=60", name)
+	}()
+	return func() { <-done }
+}
+
+// fetch writes the operator's pprof endpoint path to P3_PROFILE/name.
+func fetch(b *testing.B, path, name string) {
+	if p3Profile == "" {
+		return
+	}
+	resp, err := http.Get("http://" + p3Pprof + path)
+	if err != nil {
+		b.Logf("pprof %s: %v", path, err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(p3Profile, name))
+	if err != nil {
+		b.Logf("pprof %s: %v", path, err)
+		return
+	}
+	defer f.Close()
+	_, _ = io.Copy(f, resp.Body)
+}
+
+// copyMetrics writes the operator's Prometheus metrics to P3_PROFILE/name.
+func copyMetrics(b *testing.B, name string) {
+	resp, err := http.Get("http://" + p3Metrics + "/metrics")
+	if err != nil {
+		b.Logf("metrics: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	_ = os.WriteFile(filepath.Join(p3Profile, name), body, 0o644)
+}
+
+// trace prints graph g0000's writes in order when P3_TRACE is set: what a create or a
+// rollout step costs, and when.
+func trace(reqs []opproc.Request, ns string, begin time.Time, what string) {
+	if os.Getenv("P3_TRACE") == "" {
+		return
+	}
+	for _, q := range reqs {
+		if q.Write() && q.Namespace == ns && graphOf(q.Name) == "g0000" {
+			fmt.Printf("    g0000 %s +%6.2fs %s %s %s (%s)\n", what, q.At.Sub(begin).Seconds(), q.Verb, q.Resource, q.Name, q.Took.Round(time.Millisecond))
+		}
+	}
+}
