@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
 // ControllerUIDIndex is the cache index of an object's controller's UID: the DGD's for
@@ -39,7 +41,7 @@ func controllerUID(o client.Object) []string {
 func ListControlled(ctx context.Context, c client.Reader, list client.ObjectList, owner client.Object) error {
 	err := c.List(ctx, list, client.InNamespace(owner.GetNamespace()),
 		client.MatchingFields{ControllerUIDIndex: string(owner.GetUID())})
-	if err != nil && missingIndex(err) {
+	if err != nil && missingIndex(err, ControllerUIDIndex) {
 		err = c.List(ctx, list, client.InNamespace(owner.GetNamespace()))
 	}
 	if err != nil {
@@ -58,14 +60,44 @@ func ListControlled(ctx context.Context, c client.Reader, list client.ObjectList
 	return meta.SetList(list, kept)
 }
 
-// missingIndex reports whether err says the reader has no ControllerUIDIndex: the
+// GraphIndex is the cache index of an object's graph label (v1alpha1.LabelGraph), for
+// objects the DGD does not own directly: its pods (owned by ReplicaSets, StatefulSets,
+// PodCliques). Listing by it reads one graph's pods, where a label selector over the
+// namespace tests every graph's.
+const GraphIndex = "dgd.nvidia.com/graph"
+
+// IndexGraph registers GraphIndex on obj's kind (a metav1.PartialObjectMetadata with
+// its kind set indexes the metadata-only cache).
+func IndexGraph(ctx context.Context, indexer client.FieldIndexer, obj client.Object) error {
+	if err := indexer.IndexField(ctx, obj, GraphIndex, func(o client.Object) []string {
+		if g := o.GetLabels()[v1alpha1.LabelGraph]; g != "" {
+			return []string{g}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("indexing %T by graph: %w", obj, err)
+	}
+	return nil
+}
+
+// ListGraph lists into list the objects of the namespace labelled with graph, through
+// GraphIndex, or by label where the reader has no such index.
+func ListGraph(ctx context.Context, c client.Reader, list client.ObjectList, namespace, graph string) error {
+	err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{GraphIndex: graph})
+	if err != nil && missingIndex(err, GraphIndex) {
+		err = c.List(ctx, list, client.InNamespace(namespace), client.MatchingLabels{v1alpha1.LabelGraph: graph})
+	}
+	return err
+}
+
+// missingIndex reports whether err says the reader has no index named index: the
 // cache's "Index with name ... does not exist", the fake client's "no index with
 // name ...", or the API server's BadRequest on a field it cannot select.
-func missingIndex(err error) bool {
+func missingIndex(err error, index string) bool {
 	if apierrors.IsBadRequest(err) {
 		return true
 	}
 	msg := err.Error()
-	return strings.Contains(msg, ControllerUIDIndex) &&
+	return strings.Contains(msg, index) &&
 		(strings.Contains(msg, "does not exist") || strings.Contains(msg, "no index"))
 }

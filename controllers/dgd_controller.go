@@ -100,8 +100,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Its writes made before the failure still get their Event: the retry will not make
 	// them again.
 	if err == nil {
+		err = p.findUnschedulable(ctx)
+	}
+	if err == nil {
 		err = p.writeStatus(ctx)
 		p.emitEvents(err == nil)
+		p.logStep(ctx)
 	} else if done := append(p.wrote, p.objects...); len(done) > 0 {
 		p.stepEvent(v1alpha1.EventRolloutStep, strings.Join(done, ", "))
 		p.emitEvents(false)
@@ -119,7 +123,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// wrote the workload meanwhile, the expectation expires instead.
 		return ctrl.Result{RequeueAfter: expectationTTL}, nil
 	}
-	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
+	after := p.requeueAfter
+	if p.recheckAfter > 0 && (after == 0 || p.recheckAfter < after) {
+		after = p.recheckAfter
+	}
+	return ctrl.Result{RequeueAfter: after}, nil
 }
 
 // fresh replaces a cached DGD that predates the operator's own last status write with
@@ -154,6 +162,19 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	// Workloads are listed per DGD through the controller-UID index (backends.ListControlled).
 	indexed := map[reflect.Type]bool{}
+	// And the Services and Ingresses it prunes; pods, owned by the workloads, by graph.
+	ctx := context.Background()
+	pod := &metav1.PartialObjectMetadata{}
+	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	if err := backends.IndexGraph(ctx, mgr.GetFieldIndexer(), pod); err != nil {
+		return err
+	}
+	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.Ingress{}} {
+		indexed[reflect.TypeOf(obj)] = true
+		if err := backends.IndexControllerUID(ctx, mgr.GetFieldIndexer(), obj); err != nil {
+			return err
+		}
+	}
 	for _, be := range r.Backends.All() {
 		for _, obj := range be.Objects() {
 			if t := reflect.TypeOf(obj); !indexed[t] {

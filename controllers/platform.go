@@ -189,13 +189,12 @@ func (p *pass) templateOf(service, hash string) *v1alpha1.DynamoComponentDeploym
 
 // pruneServices deletes the DGD's Services and Ingresses that are not wanted.
 func (p *pass) pruneServices(ctx context.Context, want map[string]client.Object) error {
-	sel := client.MatchingLabels{v1alpha1.LabelGraph: p.dgd.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
 	var svcs corev1.ServiceList
-	if err := p.r.Client.List(ctx, &svcs, client.InNamespace(p.dgd.Namespace), sel); err != nil {
+	if err := backends.ListControlled(ctx, p.r.Client, &svcs, p.dgd); err != nil {
 		return fmt.Errorf("listing Services of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
 	var ings networkingv1.IngressList
-	if err := p.r.Client.List(ctx, &ings, client.InNamespace(p.dgd.Namespace), sel); err != nil {
+	if err := backends.ListControlled(ctx, p.r.Client, &ings, p.dgd); err != nil {
 		return fmt.Errorf("listing Ingresses of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
 	var doomed []client.Object

@@ -1,12 +1,14 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"hash/fnv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/controllers/planner"
@@ -30,6 +32,11 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	}
 	ru.UpdatedServices = p.updatedServices()
 	phase, reason, msg := p.phaseOf()
+	if phase == v1alpha1.RolloutInProgress && len(p.wrote) == 0 && !p.updateStarted() {
+		// Detected, nothing moved yet (a Recreate waiting for the old pods, a create
+		// not yet in the cache): Pending, kstatus still InProgress.
+		phase = v1alpha1.RolloutPending
+	}
 	if len(p.wrote) > 0 || p.updatedReadyGrew(st) || (prev != nil && prev.Phase == v1alpha1.RolloutPaused && phase != v1alpha1.RolloutPaused) {
 		ru.LastProgressTime = ptrTime(p.now)
 	}
@@ -40,7 +47,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	case len(p.objects) > 0:
 		p.stepEvent(v1alpha1.EventObjectsUpdated, strings.Join(p.objects, ", "))
 	}
-	if phase == v1alpha1.RolloutInProgress {
+	if phase == v1alpha1.RolloutInProgress || phase == v1alpha1.RolloutPending {
 		deadline := time.Duration(*p.dgd.RolloutOrDefault().ProgressDeadlineSeconds) * time.Second
 		left := ru.LastProgressTime.Add(deadline).Sub(p.now)
 		if left <= 0 {
@@ -122,6 +129,17 @@ func (p *pass) updatedServices() []string {
 	return out
 }
 
+// updateStarted reports whether the update revision has a workload with replicas.
+func (p *pass) updateStarted() bool {
+	update := p.updateHash()
+	for _, w := range p.result {
+		if w.Hash != "" && w.Hash == update && w.Replicas > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 func (p *pass) hasOldWorkers() bool {
 	for _, w := range p.workers() {
 		if w.Hash != p.updateHash() && w.Replicas > 0 {
@@ -165,6 +183,20 @@ func (p *pass) emitEvents(statusWritten bool) {
 			p.r.Recorder.Eventf(p.dgd, nil, e.kind, e.reason, eventAction(e.msg), "%s", e.msg)
 		}
 	}
+}
+
+// logStep logs one line at info for a pass that moved workers: the DGD (in the
+// logger's values), the update revision, the phase the pass left and its writes.
+func (p *pass) logStep(ctx context.Context) {
+	if len(p.wrote) == 0 {
+		return
+	}
+	ru := p.dgd.Status.RollingUpdate
+	phase := v1alpha1.RolloutPhase("")
+	if ru != nil {
+		phase = ru.Phase
+	}
+	log.FromContext(ctx).Info("rollout step", "revision", p.dgd.Status.UpdateRevisionNumber, "phase", phase, "writes", p.wrote)
 }
 
 // eventAction is "Rollout-" and 8 hex digits of the message's FNV-1a hash.

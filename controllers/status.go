@@ -67,6 +67,15 @@ func (p *pass) fillCounts(st *v1alpha1.DynamoGraphDeploymentStatus) {
 				ss.RuntimeNamespaces = appendUnique(ss.RuntimeNamespaces, backends.EffectiveNamespace(p.dgd, w.Hash != "", w.Hash))
 			}
 		}
+		switch {
+		case p.unschedulable != nil: // looked this pass
+			ss.Message = p.unschedulable[name]
+		case ss.ReadyReplicas < svc.DesiredReplicas() && len(p.wrote) == 0:
+			ss.Message = p.old.Services[name].Message // still short, nothing moved: what was found holds
+		}
+		if ss.Message != "" && ss.Message != p.old.Services[name].Message {
+			p.event("Warning", v1alpha1.EventPodsUnschedulable, ss.Message)
+		}
 		services[name] = ss
 		ready += ss.ReadyReplicas
 		desired += svc.DesiredReplicas()
@@ -148,11 +157,49 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	default:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRolloutInProgress, ru.Message)
 	}
-	if ru.Phase == v1alpha1.RolloutCompleted && p.allReady(st) {
+	held := ru.Phase == v1alpha1.RolloutPaused // partitioned or paused on purpose
+	switch {
+	case ru.Phase == v1alpha1.RolloutCompleted && p.allReady(st):
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllReplicasReady, "every service has all its replicas ready on the update revision")
-	} else {
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonReplicasNotReady, fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase))
+	case held && p.allRunning(st):
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ru.Reason, fmt.Sprintf("%s replicas ready; rollout held: %s", st.Ready, ru.Message))
+	default:
+		msg := fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase)
+		for _, name := range p.dgd.ServiceNames() {
+			if m := st.Services[name].Message; m != "" {
+				msg += "; " + m
+			}
+		}
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonReplicasNotReady, msg)
 	}
+	// kstatus (Flux, kpt, cli-utils): Reconciling True reads InProgress, Stalled True
+	// Failed, both False (and observedGeneration current) Current.
+	switch {
+	case ru.Phase == v1alpha1.RolloutFailed:
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ru.Reason, ru.Message)
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, ru.Reason, ru.Message)
+		return
+	case ru.Phase == v1alpha1.RolloutInProgress || ru.Phase == v1alpha1.RolloutPending:
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonRollingUpdate, ru.Message)
+	case !p.allRunning(st) || ru.Phase == v1alpha1.RolloutCompleted && !p.allReady(st):
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonReplicasNotReady, fmt.Sprintf("%s replicas ready", st.Ready))
+	case held:
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ru.Reason, ru.Message)
+	default:
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSettled, fmt.Sprintf("revision %d is rolled out and ready", st.UpdateRevisionNumber))
+	}
+	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "the operator can go on")
+}
+
+// allRunning reports whether every service has all its desired replicas ready, on
+// whichever revisions (a held rollout keeps some on the old one).
+func (p *pass) allRunning(st *v1alpha1.DynamoGraphDeploymentStatus) bool {
+	for _, name := range p.dgd.ServiceNames() {
+		if st.Services[name].ReadyReplicas < p.dgd.Spec.Services[name].DesiredReplicas() {
+			return false
+		}
+	}
+	return true
 }
 
 // belowFloor names the first service whose ready replicas are below desired minus
@@ -188,8 +235,13 @@ func (p *pass) allReady(st *v1alpha1.DynamoGraphDeploymentStatus) bool {
 func (p *pass) markInvalid(e *invalidSpecError) {
 	p.invalid = e
 	st := &p.dgd.Status
-	meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse,
-		Reason: v1alpha1.ReasonInvalidSpec, Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
+	for _, c := range []struct {
+		t string
+		s metav1.ConditionStatus
+	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, metav1.ConditionTrue}, {v1alpha1.ConditionReconciling, metav1.ConditionFalse}} {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.t, Status: c.s,
+			Reason: v1alpha1.ReasonInvalidSpec, Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
+	}
 	if p.old.ObservedGeneration != p.dgd.Generation || !meta.IsStatusConditionPresentAndEqual(p.old.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse) {
 		p.event("Warning", v1alpha1.EventInvalidSpec, e.msg)
 	}

@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -39,10 +38,13 @@ type pass struct {
 	wrote     []string // human-readable workload writes made this pass, for events and progress
 	// objects are writes of the objects the workloads' pods need (Services, RBAC,
 	// ConfigMaps, Secrets): an event of their own, never rollout progress.
-	objects      []string
-	events       []pendingEvent // emitted at the end of the pass (emitEvents)
-	invalid      *invalidSpecError
-	requeueAfter time.Duration
+	objects []string
+	events  []pendingEvent // emitted at the end of the pass (emitEvents)
+	// unschedulable: per service, its pods the scheduler cannot place (findUnschedulable).
+	unschedulable map[string]string
+	recheckAfter  time.Duration // a pass is wanted then (findUnschedulable)
+	invalid       *invalidSpecError
+	requeueAfter  time.Duration
 	// waitingForCache: the cache does not yet show the operator's last write; this pass
 	// acts on nothing and writes no status.
 	waitingForCache bool
@@ -218,8 +220,7 @@ func (p *pass) podsWithoutWorkload(pods map[backends.Key]int32, seen map[backend
 func (p *pass) countPods(ctx context.Context) (map[backends.Key]int32, error) {
 	var pods metav1.PartialObjectMetadataList
 	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
-	if err := p.r.Client.List(ctx, &pods, client.InNamespace(p.dgd.Namespace),
-		client.MatchingLabels{v1alpha1.LabelGraph: p.dgd.Name}); err != nil {
+	if err := backends.ListGraph(ctx, p.r.Client, &pods, p.dgd.Namespace, p.dgd.Name); err != nil {
 		return nil, fmt.Errorf("listing pods of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
 	n := map[backends.Key]int32{}

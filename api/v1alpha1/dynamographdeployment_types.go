@@ -129,6 +129,12 @@ const (
 	ConditionAvailable   = "Available"
 	ConditionProgressing = "Progressing"
 	ConditionReady       = "Ready"
+	// ConditionReconciling is True while a rollout or a scale is under way (kstatus:
+	// InProgress), False once the DGD has settled where its spec asks.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when the operator cannot go on without a spec change
+	// (ProgressDeadlineExceeded, RolloutBlocked, InvalidSpec; kstatus: Failed).
+	ConditionStalled = "Stalled"
 )
 
 // RollingUpdateStatus describes the current (or last) worker rollout.
@@ -179,6 +185,11 @@ type ServiceStatus struct {
 	// RuntimeNamespaces are the effective Dynamo namespaces the service's replicas use.
 	// +optional
 	RuntimeNamespaces []string `json:"runtimeNamespaces,omitempty"`
+	// Message says why the service is short of ready replicas when the operator knows,
+	// e.g. "2 decode pods of revision 3 unschedulable: 0/4 nodes are available: 4
+	// Insufficient nvidia.com/gpu".
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // WorkloadStatus is one workload of a service as the operator last observed it.

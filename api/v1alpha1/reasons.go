@@ -23,9 +23,16 @@ const (
 	// Available condition.
 	ReasonMinimumReplicasAvailable   = "MinimumReplicasAvailable"
 	ReasonMinimumReplicasUnavailable = "MinimumReplicasUnavailable"
-	// Ready condition.
+	// Ready condition (also ReasonPartitioned and ReasonPaused: every replica ready,
+	// the rollout held on purpose).
 	ReasonAllReplicasReady = "AllReplicasReady"
 	ReasonReplicasNotReady = "ReplicasNotReady"
+	// Reconciling condition: True with ReasonRollingUpdate or ReasonReplicasNotReady
+	// (a scale or pods still starting), False with ReasonSettled, ReasonPartitioned or
+	// ReasonPaused. Stalled: True with ReasonProgressDeadlineExceeded,
+	// ReasonRolloutBlocked or ReasonInvalidSpec, else False with ReasonNotStalled.
+	ReasonSettled    = "Settled"
+	ReasonNotStalled = "NotStalled"
 )
 
 // Reasons of the Events the operator emits about a DGD. Every step of a rollout is one
@@ -41,4 +48,7 @@ const (
 	EventRolloutBlocked           = ReasonRolloutBlocked
 	EventProgressDeadlineExceeded = ReasonProgressDeadlineExceeded
 	EventInvalidSpec              = ReasonInvalidSpec
+	// EventPodsUnschedulable (Warning): a service's pods the scheduler cannot place,
+	// with its reason (status.services[].message says the same).
+	EventPodsUnschedulable = "PodsUnschedulable"
 )

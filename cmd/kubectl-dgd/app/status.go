@@ -177,7 +177,7 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 	if ru == nil {
 		ru = &v1alpha1.RollingUpdateStatus{}
 	}
-	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == "Partitioned" {
+	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == v1alpha1.ReasonPartitioned {
 		return []string{partitionedLine(dgd)}, true, nil
 	}
 	var lines []string

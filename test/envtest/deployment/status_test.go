@@ -136,6 +136,16 @@ var _ = Describe("rollout events", func() {
 			}
 			// The steps of the first deploy happened before `before`, their events too.
 			g.Expect(len(notes)).To(BeNumerically(">=", steps))
+			// Exactly one RolloutCompleted for revision 2: a repeat of the same message
+			// would be a series on one Event.
+			completed := 0
+			for _, e := range list.Items {
+				if e.Reason == v1alpha1.EventRolloutCompleted && e.Note == "every worker is on revision 2" {
+					completed++
+					g.Expect(e.Series).To(BeNil(), "RolloutCompleted said again")
+				}
+			}
+			g.Expect(completed).To(Equal(1))
 		}).Should(Succeed())
 	})
 })
