@@ -11,6 +11,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -119,7 +120,9 @@ func copyKubeconfig(from string) (string, error) {
 	return path, os.WriteFile(path, raw, 0o600)
 }
 
-// applyFile creates every object of a multi-document YAML file (namespace "default").
+// applyFile creates every object of a multi-document YAML file (namespace "default")
+// as kubectl apply would: with the last-applied-configuration annotation, so that a
+// later kubectl apply of the same objects merges cleanly instead of warning.
 func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	c, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
 	if err != nil {
@@ -133,6 +136,16 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 		if o.GetNamespace() == "" {
 			o.SetNamespace("default")
 		}
+		applied, err := o.MarshalJSON()
+		if err != nil {
+			return err
+		}
+		ann := o.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[corev1.LastAppliedConfigAnnotation] = string(applied) + "\n"
+		o.SetAnnotations(ann)
 		if err := c.Create(ctx, o); err != nil {
 			return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
 		}

@@ -153,6 +153,18 @@ type p3Run struct {
 	plainCPU, dgdCPU                           map[string]float64 // CPU seconds per process over each rollout
 }
 
+// waitFor polls cond until it holds; P3's phases take longer as N grows (2 s per
+// graph at most, 3 minutes at least).
+func (r *p3Run) waitFor(b *testing.B, what string, cond func() bool) {
+	deadline := time.Now().Add(max(3*time.Minute, time.Duration(r.n)*2*time.Second))
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("P3 N=%d: %s timed out", r.n, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
 // parallel runs f(i) for i in [0, n) on p3Workers goroutines and returns the first error.
 func parallel(n int, f func(i int) error) error {
 	var mu sync.Mutex
@@ -195,7 +207,7 @@ func (r *p3Run) plain(b *testing.B) {
 	if err := parallel(2*r.n, func(i int) error { return r.k8s.Create(ctx, plainDeployment(ns, i, "vllm:v1")) }); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return c.plainDone(2*r.n, "vllm:v1") })
+	r.waitFor(b, "plain create", func() bool { return c.plainDone(2*r.n, "vllm:v1") })
 	r.plainCreate = time.Since(begin)
 	begin = time.Now()
 	cpu0 := processCPU()
@@ -205,7 +217,7 @@ func (r *p3Run) plain(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return c.plainDone(2*r.n, "vllm:v2") && c.podsOf(ns) == 3*r.n })
+	r.waitFor(b, "plain rollout", func() bool { return c.plainDone(2*r.n, "vllm:v2") && c.podsOf(ns) == 3*r.n })
 	r.plainRoll = time.Since(begin)
 	r.plainCPU = cpu0.since()
 	r.deleteNamespace(b, ns, c)
@@ -253,7 +265,7 @@ func (r *p3Run) graphs(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return c.graphsDone(r.n, 1) })
+	r.waitFor(b, "DGD create", func() bool { return c.graphsDone(r.n, 1) })
 	r.dgdCreate = time.Since(begin)
 	r.createWrites = 0
 	for _, q := range r.proxy.Requests(begin) {
@@ -278,7 +290,7 @@ func (r *p3Run) graphs(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return c.graphsDone(r.n, 2) && c.podsOf(ns) == 4*r.n })
+	r.waitFor(b, "DGD rollout", func() bool { return c.graphsDone(r.n, 2) && c.podsOf(ns) == 4*r.n })
 	r.dgdRoll = time.Since(begin)
 	r.dgdCPU = cpu0.since()
 	stopProfile()
@@ -342,7 +354,7 @@ func (r *p3Run) deleteNamespace(b *testing.B, ns string, c *p3Cache) {
 	if err := r.k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return c.podsOf(ns) == 0 })
+	r.waitFor(b, "namespace deletion", func() bool { return c.podsOf(ns) == 0 })
 }
 
 func (r *p3Run) report(b *testing.B, rss int64) {
