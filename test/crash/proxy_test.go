@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/dgd-rollout/operator/test/opproc"
 )
 
 // writeProxy sits between an operator process and the API server (TLS on 127.0.0.1,
@@ -74,22 +76,7 @@ func startWriteProxy(t *testing.T, e *env) *writeProxy {
 	go func() { _ = p.srv.Serve(ln) }()
 	t.Cleanup(func() { _ = p.srv.Close() })
 	p.kubeconfig = filepath.Join(e.dir, fmt.Sprintf("proxy-%d.kubeconfig", time.Now().UnixNano()))
-	kc := fmt.Sprintf(`apiVersion: v1
-kind: Config
-clusters:
-- name: proxy
-  cluster:
-    server: https://%s
-    insecure-skip-tls-verify: true
-users:
-- name: admin
-  user: {}
-contexts:
-- name: proxy
-  context: {cluster: proxy, user: admin}
-current-context: proxy
-`, ln.Addr().String())
-	if err := os.WriteFile(p.kubeconfig, []byte(kc), 0o600); err != nil {
+	if err := os.WriteFile(p.kubeconfig, opproc.Kubeconfig(ln.Addr().String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return p

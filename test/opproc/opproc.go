@@ -113,7 +113,13 @@ func StartProxy(cfg *rest.Config, dir string) (*Proxy, error) {
 			p.took(i)
 		})}
 	go func() { _ = p.srv.Serve(ln) }()
-	kc := fmt.Sprintf(`apiVersion: v1
+	return p, os.WriteFile(p.Kubeconfig, Kubeconfig(ln.Addr().String()), 0o600)
+}
+
+// Kubeconfig is a kubeconfig for a TLS proxy of the API server listening on addr
+// (its certificate not checked; the proxy adds the credentials).
+func Kubeconfig(addr string) []byte {
+	return []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: proxy
@@ -125,8 +131,7 @@ contexts:
 - name: proxy
   context: {cluster: proxy, user: admin}
 current-context: proxy
-`, ln.Addr().String())
-	return p, os.WriteFile(p.Kubeconfig, []byte(kc), 0o600)
+`, addr))
 }
 
 // Close stops the proxy.
