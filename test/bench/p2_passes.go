@@ -77,6 +77,10 @@ func (p *PassRecorder) Wrap(next http.RoundTripper) http.RoundTripper {
 		case http.MethodDelete:
 			w.deleted = true
 			w.name = path.Base(r.URL.Path)
+		case http.MethodPut:
+			// A scale is a PUT of the /scale subresource: an autoscaling/v1 Scale whose
+			// spec.replicas is the count, the LeaderWorkerSet named one segment up.
+			w.name = path.Base(strings.TrimSuffix(r.URL.Path, "/scale"))
 		default:
 			w.name = path.Base(r.URL.Path)
 		}
