@@ -123,11 +123,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// wrote the workload meanwhile, the expectation expires instead.
 		return ctrl.Result{RequeueAfter: expectationTTL}, nil
 	}
-	after := p.requeueAfter
-	if p.recheckAfter > 0 && (after == 0 || p.recheckAfter < after) {
-		after = p.recheckAfter
-	}
-	return ctrl.Result{RequeueAfter: after}, nil
+	return ctrl.Result{RequeueAfter: p.requeueAfter}, nil
 }
 
 // fresh replaces a cached DGD that predates the operator's own last status write with
@@ -162,26 +158,22 @@ func (r *Reconciler) now() time.Time {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	// Workloads are listed per DGD through the controller-UID index (backends.ListControlled).
 	indexed := map[reflect.Type]bool{}
-	// And the Services and Ingresses it prunes; pods, owned by the workloads, by graph.
+	// So are the Services and Ingresses it prunes; pods, owned by the workloads, by graph.
 	ctx := context.Background()
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	if err := backends.IndexGraph(ctx, mgr.GetFieldIndexer(), pod); err != nil {
 		return err
 	}
-	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.Ingress{}} {
-		indexed[reflect.TypeOf(obj)] = true
-		if err := backends.IndexControllerUID(ctx, mgr.GetFieldIndexer(), obj); err != nil {
-			return err
-		}
-	}
+	controlled := []client.Object{&corev1.Service{}, &networkingv1.Ingress{}}
 	for _, be := range r.Backends.All() {
-		for _, obj := range be.Objects() {
-			if t := reflect.TypeOf(obj); !indexed[t] {
-				indexed[t] = true
-				if err := backends.IndexControllerUID(context.Background(), mgr.GetFieldIndexer(), obj); err != nil {
-					return err
-				}
+		controlled = append(controlled, be.Objects()...)
+	}
+	for _, obj := range controlled {
+		if t := reflect.TypeOf(obj); !indexed[t] {
+			indexed[t] = true
+			if err := backends.IndexControllerUID(ctx, mgr.GetFieldIndexer(), obj); err != nil {
+				return err
 			}
 		}
 	}

@@ -54,7 +54,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 			phase, reason = v1alpha1.RolloutFailed, v1alpha1.ReasonProgressDeadlineExceeded
 			msg = fmt.Sprintf("no progress for %s: %s", deadline, msg)
 		} else {
-			p.requeueAfter = left + time.Second
+			p.requeueIn(left + time.Second)
 		}
 	}
 	if phase == v1alpha1.RolloutCompleted && ru.EndTime == nil {

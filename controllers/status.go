@@ -158,10 +158,11 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		set(v1alpha1.ConditionProgressing, metav1.ConditionTrue, v1alpha1.ReasonRolloutInProgress, ru.Message)
 	}
 	held := ru.Phase == v1alpha1.RolloutPaused // partitioned or paused on purpose
+	running, updated := p.allReady(st, false), p.allReady(st, true)
 	switch {
-	case ru.Phase == v1alpha1.RolloutCompleted && p.allReady(st):
+	case ru.Phase == v1alpha1.RolloutCompleted && updated:
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllReplicasReady, "every service has all its replicas ready on the update revision")
-	case held && p.allRunning(st):
+	case held && running:
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ru.Reason, fmt.Sprintf("%s replicas ready; rollout held: %s", st.Ready, ru.Message))
 	default:
 		msg := fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase)
@@ -181,7 +182,7 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		return
 	case ru.Phase == v1alpha1.RolloutInProgress || ru.Phase == v1alpha1.RolloutPending:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonRollingUpdate, ru.Message)
-	case !p.allRunning(st) || ru.Phase == v1alpha1.RolloutCompleted && !p.allReady(st):
+	case !running || ru.Phase == v1alpha1.RolloutCompleted && !updated:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonReplicasNotReady, fmt.Sprintf("%s replicas ready", st.Ready))
 	case held:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ru.Reason, ru.Message)
@@ -189,17 +190,6 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSettled, fmt.Sprintf("revision %d is rolled out and ready", st.UpdateRevisionNumber))
 	}
 	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "the operator can go on")
-}
-
-// allRunning reports whether every service has all its desired replicas ready, on
-// whichever revisions (a held rollout keeps some on the old one).
-func (p *pass) allRunning(st *v1alpha1.DynamoGraphDeploymentStatus) bool {
-	for _, name := range p.dgd.ServiceNames() {
-		if st.Services[name].ReadyReplicas < p.dgd.Spec.Services[name].DesiredReplicas() {
-			return false
-		}
-	}
-	return true
 }
 
 // belowFloor names the first service whose ready replicas are below desired minus
@@ -221,10 +211,13 @@ func (p *pass) belowFloor(st *v1alpha1.DynamoGraphDeploymentStatus) string {
 	return ""
 }
 
-func (p *pass) allReady(st *v1alpha1.DynamoGraphDeploymentStatus) bool {
+// allReady reports whether every service has all its desired replicas ready: on
+// whichever revisions (a held rollout keeps some on the old one), or, with onUpdate,
+// also updated.
+func (p *pass) allReady(st *v1alpha1.DynamoGraphDeploymentStatus, onUpdate bool) bool {
 	for _, name := range p.dgd.ServiceNames() {
 		s := st.Services[name]
-		if want := p.dgd.Spec.Services[name].DesiredReplicas(); s.ReadyReplicas < want || s.UpdatedReplicas < want {
+		if want := p.dgd.Spec.Services[name].DesiredReplicas(); s.ReadyReplicas < want || onUpdate && s.UpdatedReplicas < want {
 			return false
 		}
 	}

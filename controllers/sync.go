@@ -42,9 +42,8 @@ type pass struct {
 	events  []pendingEvent // emitted at the end of the pass (emitEvents)
 	// unschedulable: per service, its pods the scheduler cannot place (findUnschedulable).
 	unschedulable map[string]string
-	recheckAfter  time.Duration // a pass is wanted then (findUnschedulable)
 	invalid       *invalidSpecError
-	requeueAfter  time.Duration
+	requeueAfter  time.Duration // the soonest pass any part of this one asked for (requeueIn)
 	// waitingForCache: the cache does not yet show the operator's last write; this pass
 	// acts on nothing and writes no status.
 	waitingForCache bool
@@ -106,6 +105,13 @@ func (p *pass) sync(ctx context.Context) error {
 	}
 	p.computeResult()
 	return p.syncServices(ctx)
+}
+
+// requeueIn asks for a pass within d: the pass ends with the soonest of its requests.
+func (p *pass) requeueIn(d time.Duration) {
+	if d > 0 && (p.requeueAfter == 0 || d < p.requeueAfter) {
+		p.requeueAfter = d
+	}
 }
 
 // computeResult is the state this pass leaves behind, which the status reports: every

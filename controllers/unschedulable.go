@@ -39,7 +39,7 @@ func (p *pass) findUnschedulable(ctx context.Context) error {
 		since = ru.LastProgressTime.Time
 	}
 	if wait := since.Add(unschedulableAfter).Sub(p.now); wait > 0 {
-		p.recheckAfter = wait + 100*time.Millisecond
+		p.requeueIn(wait + 100*time.Millisecond)
 		return nil
 	}
 	var pods corev1.PodList
@@ -90,7 +90,7 @@ func (p *pass) findUnschedulable(ctx context.Context) error {
 	}
 	if len(groups) > 0 {
 		// Look again while they wait: a node may come, or the reason change.
-		p.recheckAfter = unschedulableAfter
+		p.requeueIn(unschedulableAfter)
 	}
 	return nil
 }
