@@ -42,7 +42,7 @@ var RolloutDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 // dgd_revisions_kept{namespace, name}. Set it with ObserveRevisionsKept.
 var RevisionsKept = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "dgd_revisions_kept",
-	Help: "Worker revisions (ControllerRevisions) a DynamoGraphDeployment keeps in its history.",
+	Help: "Revisions (ControllerRevisions, each recording the whole graph) a DynamoGraphDeployment keeps in its history.",
 }, []string{"namespace", "name"})
 
 // ReconcileErrors counts reconcile passes of a DGD that returned an error (and so were

@@ -13,6 +13,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/planner"
+	"github.com/dgd-rollout/operator/revisions"
 )
 
 // writeStatus computes the status of this pass and writes it only when it changed.
@@ -124,6 +125,7 @@ func (p *pass) sortedWorkloadsOf(service string) []observed {
 
 func (p *pass) fillRevisions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	st.UpdateRevision = p.revs.Update.Name
+	st.UpdateWorkerHash = revisions.HashOf(p.revs.Update)
 	st.UpdateRevisionNumber = p.revs.Update.Revision
 	st.CollisionCount = &p.revs.CollisionCount
 	switch {

@@ -72,6 +72,13 @@ func hashOf(dgd *v1alpha1.DynamoGraphDeployment) string {
 	return Hash(NewWorkerTemplate(dgd), ptr(int32(0)))
 }
 
+// nameOf returns the name of dgd's revision with collision count cc: the DGD's name and
+// the hash of its graph template.
+func nameOf(dgd *v1alpha1.DynamoGraphDeployment, cc ...int32) string {
+	d := NewRevisionData(dgd)
+	return RevisionName(dgd.Name, GraphHash(d.Graph(), ptr(append(cc, 0)[0])))
+}
+
 // testScheme returns a scheme with apps/v1 and the DGD types.
 func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()

@@ -1,13 +1,18 @@
-// Package revisions records the worker templates of a DynamoGraphDeployment (DGD) as
+// Package revisions records the graph templates of a DynamoGraphDeployment (DGD) as
 // ControllerRevisions, following the conventions of the StatefulSet controller
 // (k8s.io/kubernetes/pkg/controller/history).
 //
 // A DGD's workers (services whose componentType is worker, prefill or decode) move
 // between revisions together: prefill and decode workers of one revision share a Dynamo
-// namespace and must never talk to workers of another. The unit of versioning is thus the
+// namespace and must never talk to workers of another. What rolls is thus decided by the
 // WorkerTemplate, the pod-shaping part of every worker service plus the graph-level envs
-// and backend. Its hash (Hash) names the revision, the side-by-side workloads and the
-// Dynamo namespace suffix of that revision's workers.
+// and backend. Its hash (Hash) labels the revision and names the side-by-side workloads
+// and the Dynamo namespace suffix of that revision's workers.
+//
+// A revision records the whole graph (GraphTemplate: the worker template and every
+// stable service), so a change to the frontend or planner alone is a revision too, one
+// that shares its workers' hash and rolls nothing, and an undo restores every service.
+// The graph's hash (GraphHash) names the revision.
 //
 // The package has four layers:
 //
@@ -21,9 +26,9 @@
 //     for unit tests (NewFake).
 //   - sync.go and rollback.go: Sync, the per-reconcile flow (find or create the update
 //     revision, renumber it on a revert, pick the current revision, truncate history),
-//     and Restore, which re-applies a revision's worker templates to a DGD spec.
+//     and Restore, which re-applies a revision's services to a DGD spec.
 //
-// Revision numbers follow StatefulSet: every distinct worker template gets the next
+// Revision numbers follow StatefulSet: every distinct graph template gets the next
 // number when it first appears, and a template that comes back (A -> B -> A, or
 // "kubectl dgd rollout undo") has its existing revision renumbered as the newest rather
 // than a duplicate created.

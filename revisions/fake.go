@@ -21,6 +21,8 @@ const (
 	VerbCreate   = "create"
 	VerbRenumber = "renumber"
 	VerbDelete   = "delete"
+	// VerbSetChangeCause is SetChangeCause.
+	VerbSetChangeCause = "setChangeCause"
 )
 
 // Fake is an in-memory Interface for unit tests of packages that use revisions. It keeps
@@ -100,6 +102,21 @@ func (f *Fake) Renumber(_ context.Context, rev *appsv1.ControllerRevision, revis
 		return nil, apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), rev.Name)
 	}
 	stored.Revision = revision
+	return stored.DeepCopy(), nil
+}
+
+// SetChangeCause implements Interface.
+func (f *Fake) SetChangeCause(_ context.Context, rev *appsv1.ControllerRevision, cause string) (*appsv1.ControllerRevision, error) {
+	if err := f.react(VerbSetChangeCause, rev); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	stored, ok := f.revs[keyOf(rev)]
+	if !ok {
+		return nil, apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), rev.Name)
+	}
+	metav1.SetMetaDataAnnotation(&stored.ObjectMeta, v1alpha1.AnnotationChangeCause, cause)
 	return stored.DeepCopy(), nil
 }
 

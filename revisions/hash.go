@@ -38,7 +38,8 @@ import (
 //   - the annotations AnnotationMaxSurge, AnnotationMaxUnavailable and
 //     kubernetes.io/change-cause, read by the operator or by humans, not by pods;
 //   - every field of non-worker services (frontend, planner...): they are updated in
-//     place and start no worker rollout.
+//     place and start no worker rollout (a change to one is still a new revision: see
+//     GraphTemplate).
 //
 // The JSON field order below is part of the hash: do not reorder, rename or remove
 // fields, and add new ones only with omitempty and a golden-test update.
@@ -167,24 +168,56 @@ func podAnnotations(in map[string]string) map[string]string {
 	return out
 }
 
+// GraphTemplate is the whole graph a revision records: the worker template (whose hash
+// decides what rolls) and every stable service (frontend, planner...), which is updated
+// in place. Two DGDs with equal GraphTemplates are the same revision; a change to a
+// stable service alone is a new revision that rolls no worker. A stable service counts
+// with its whole spec except replicas and autoscaling (scaling is not a revision) and
+// the annotations no pod reads (excludedAnnotations).
+type GraphTemplate struct {
+	Workers WorkerTemplate                                           `json:"workers"`
+	Stable  map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec `json:"stable,omitempty"`
+	// WorkersOnly marks the template of a revision made before whole-graph revisions:
+	// it does not know the stable services, so it equals no whole-graph template.
+	WorkersOnly bool `json:"workersOnly,omitempty"`
+}
+
+// stableTemplate projects a stable service onto what its revision records.
+func stableTemplate(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoComponentDeploymentSharedSpec {
+	c := s.DeepCopy()
+	c.Replicas, c.Autoscaling = nil, nil
+	c.Annotations = podAnnotations(c.Annotations)
+	return c
+}
+
+// GraphHash returns the hash that names a revision: Hash's scheme over the canonical
+// JSON of g.
+func GraphHash(g GraphTemplate, collisionCount *int32) string {
+	data, err := canonicalJSON(g)
+	if err != nil {
+		panic(err) // as in Hash
+	}
+	return hashJSON(data, collisionCount)
+}
+
 // canonicalJSON returns the canonical encoding of t: encoding/json output (struct fields
 // in declaration order, map keys sorted) re-encoded once after decoding. The second pass
 // makes the encoding a fixed point of a JSON round trip: encoding/json writes an invalid
 // UTF-8 byte as the escape \ufffd but a real U+FFFD as raw bytes, and re-formats
 // quantities canonically, so without it an object and its round-tripped copy (what the
 // API server hands back) could hash differently.
-func canonicalJSON(t WorkerTemplate) ([]byte, error) {
+func canonicalJSON[T any](t T) ([]byte, error) {
 	first, err := json.Marshal(t)
 	if err != nil {
-		return nil, fmt.Errorf("encoding worker template: %w", err)
+		return nil, fmt.Errorf("encoding template: %w", err)
 	}
-	var decoded WorkerTemplate
+	var decoded T
 	if err := json.Unmarshal(first, &decoded); err != nil {
-		return nil, fmt.Errorf("decoding worker template: %w", err)
+		return nil, fmt.Errorf("decoding template: %w", err)
 	}
 	out, err := json.Marshal(decoded)
 	if err != nil {
-		return nil, fmt.Errorf("re-encoding worker template: %w", err)
+		return nil, fmt.Errorf("re-encoding template: %w", err)
 	}
 	return out, nil
 }
@@ -207,6 +240,11 @@ func Hash(t WorkerTemplate, collisionCount *int32) string {
 		// identify the template.
 		panic(err)
 	}
+	return hashJSON(data, collisionCount)
+}
+
+// hashJSON is Hash over canonical JSON.
+func hashJSON(data []byte, collisionCount *int32) string {
 	h := sha256.New()
 	h.Write(data)
 	if collisionCount != nil {

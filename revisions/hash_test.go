@@ -40,8 +40,12 @@ func TestHashGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "vllm-disagg-9670987e"; rev.Name != want {
+	// The name is the graph hash (workers and stable services); the label the worker hash.
+	if want := "vllm-disagg-2ee846c6"; rev.Name != want {
 		t.Errorf("revision name = %q, want %q", rev.Name, want)
+	}
+	if want := "9670987e"; HashOf(rev) != want {
+		t.Errorf("worker hash label = %q, want %q", HashOf(rev), want)
 	}
 }
 

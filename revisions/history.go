@@ -34,10 +34,10 @@ type Interface interface {
 
 	// Create stores rev, as built by NewRevision, as a revision of dgd, and returns the
 	// stored object. It sets the namespace to dgd's, a controller owner reference to dgd
-	// with BlockOwnerDeletion, the LabelGraph and LabelManagedBy labels, and the name
-	// (RevisionName) and LabelWorkerHash label from Hash of rev's template and
-	// *collisionCount, overriding what rev had; .data, .revision and annotations are
-	// kept.
+	// with BlockOwnerDeletion, the LabelGraph and LabelManagedBy labels, the name
+	// (RevisionName of GraphHash of rev's graph template and *collisionCount) and the
+	// LabelWorkerHash label (Hash of its worker template and *collisionCount),
+	// overriding what rev had; .data, .revision and annotations are kept.
 	//
 	// If an object of that name exists: when it records the same template (Equal) and is
 	// controlled by dgd, Create returns it unchanged (a retry after a stale read is not an
@@ -55,6 +55,10 @@ type Interface interface {
 
 	// Delete deletes rev. A revision that is already gone is not an error.
 	Delete(ctx context.Context, rev *appsv1.ControllerRevision) error
+
+	// SetChangeCause sets rev's kubernetes.io/change-cause annotation to cause and
+	// returns the updated object; nothing else changes.
+	SetChangeCause(ctx context.Context, rev *appsv1.ControllerRevision, cause string) (*appsv1.ControllerRevision, error)
 }
 
 // store is the create and get primitives createRevision needs from an implementation.
@@ -78,7 +82,7 @@ func createRevision(ctx context.Context, s store, dgd *v1alpha1.DynamoGraphDeplo
 	if err != nil {
 		return nil, err
 	}
-	template := data.Template()
+	template, graph := data.Template(), data.Graph()
 	clone := rev.DeepCopy()
 	clone.Namespace = dgd.Namespace
 	if err := s.setOwner(dgd, clone); err != nil {
@@ -87,7 +91,7 @@ func createRevision(ctx context.Context, s store, dgd *v1alpha1.DynamoGraphDeplo
 	}
 	for range maxCreateAttempts {
 		hash := Hash(template, collisionCount)
-		clone.Name = RevisionName(dgd.Name, hash)
+		clone.Name = RevisionName(dgd.Name, GraphHash(graph, collisionCount))
 		if clone.Labels == nil {
 			clone.Labels = map[string]string{}
 		}
@@ -182,6 +186,17 @@ func (h *clientHistory) Renumber(ctx context.Context, rev *appsv1.ControllerRevi
 	clone.Revision = revision
 	if err := h.client.Patch(ctx, clone, patch); err != nil {
 		return nil, fmt.Errorf("renumbering ControllerRevision %s to %d: %w", revKey(rev), revision, err)
+	}
+	return clone, nil
+}
+
+// SetChangeCause implements Interface with a merge patch of the one annotation.
+func (h *clientHistory) SetChangeCause(ctx context.Context, rev *appsv1.ControllerRevision, cause string) (*appsv1.ControllerRevision, error) {
+	clone := rev.DeepCopy()
+	patch := client.MergeFrom(rev)
+	metav1.SetMetaDataAnnotation(&clone.ObjectMeta, v1alpha1.AnnotationChangeCause, cause)
+	if err := h.client.Patch(ctx, clone, patch); err != nil {
+		return nil, fmt.Errorf("setting the change cause of ControllerRevision %s: %w", revKey(rev), err)
 	}
 	return clone, nil
 }

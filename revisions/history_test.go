@@ -39,8 +39,8 @@ func TestCreateSetsOwnerReference(t *testing.T) {
 				if diff := cmp.Diff(want, got.OwnerReferences); diff != "" {
 					t.Errorf("owner references (-want +got):\n%s", diff)
 				}
-				if got.Name != "vllm-disagg-"+hashOf(dgd) || got.Revision != 1 || count != 0 {
-					t.Errorf("got %s@%d collisionCount %d, want %s@1 and 0", got.Name, got.Revision, count, "vllm-disagg-"+hashOf(dgd))
+				if got.Name != nameOf(dgd) || got.Revision != 1 || count != 0 {
+					t.Errorf("got %s@%d collisionCount %d, want %s@1 and 0", got.Name, got.Revision, count, nameOf(dgd))
 				}
 			}
 		})
@@ -53,7 +53,7 @@ func TestCreateCollisions(t *testing.T) {
 	// squatter returns a revision named like dgd's (collision count 0) holding data.
 	squatter := func(data *v1alpha1.DynamoGraphDeployment, owner *v1alpha1.DynamoGraphDeployment) *appsv1.ControllerRevision {
 		rev := ownedRevision(t, data, 1, 0, owner)
-		rev.Name = RevisionName(dgd.Name, hashOf(dgd))
+		rev.Name = nameOf(dgd)
 		return rev
 	}
 	tests := []struct {
@@ -79,7 +79,7 @@ func TestCreateCollisions(t *testing.T) {
 					t.Errorf("collisionCount = %d, want %d", count, tc.wantCount)
 				}
 				wantHash := Hash(NewWorkerTemplate(dgd), &tc.wantCount)
-				if got.Name != RevisionName(dgd.Name, wantHash) || HashOf(got) != wantHash {
+				if got.Name != nameOf(dgd, tc.wantCount) || HashOf(got) != wantHash {
 					t.Errorf("created %s (hash label %q), want hash %q", got.Name, HashOf(got), wantHash)
 				}
 				if !Equal(got, ownedRevision(t, dgd, 1, 0, nil)) {

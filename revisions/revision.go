@@ -22,11 +22,13 @@ import (
 const maxNamePrefixLength = 223
 
 // RevisionData is the content of a ControllerRevision's .data: everything needed to
-// restore the worker services of a DGD exactly (see Restore). Its JSON reads like a
-// partial DGD spec, which is what "kubectl dgd rollout history --revision=N" shows.
+// restore the services of a DGD exactly (see Restore). Its JSON reads like a partial DGD
+// spec, which is what "kubectl dgd rollout history --revision=N" shows.
 type RevisionData struct {
-	// Services holds the full spec of every worker service at the time the revision was
-	// made, replicas included (for reference: Restore keeps current replicas).
+	// Services holds the full spec of every service at the time the revision was made,
+	// replicas included (for reference: Restore keeps current replicas). Revisions
+	// written before whole-graph revisions (WholeGraph false) hold the worker services
+	// only.
 	Services map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec `json:"services,omitempty"`
 	// Envs are the graph-level spec.envs.
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
@@ -40,13 +42,19 @@ type RevisionData struct {
 	// Annotations are the DGD's annotations that reach worker pods
 	// (render.PodAnnotationKeys), for reference: Restore does not write metadata.
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// WholeGraph says that Services holds every service of the graph, stable ones
+	// (frontend, planner...) included: a revision records the whole graph template, and
+	// Restore brings every service back. Revisions made by operators before it record
+	// the worker services only, and restore only those.
+	WholeGraph bool `json:"wholeGraph,omitempty"`
 }
 
-// NewRevisionData returns the revision data of dgd: its worker services, graph envs,
-// backend, framework, the DGD annotations that reach worker pods, and the renderer's
-// version. It shares pointers with dgd; it is meant to be encoded at once.
+// NewRevisionData returns the revision data of dgd: every service, graph envs, backend,
+// framework, the DGD annotations that reach worker pods, and the renderer's version. It
+// shares pointers with dgd; it is meant to be encoded at once.
 func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
-	d := RevisionData{Envs: dgd.Spec.Envs, Backend: dgd.Spec.Backend, BackendFramework: dgd.Spec.BackendFramework, RenderVersion: render.RenderVersion}
+	d := RevisionData{Envs: dgd.Spec.Envs, Backend: dgd.Spec.Backend, BackendFramework: dgd.Spec.BackendFramework,
+		RenderVersion: render.RenderVersion, WholeGraph: true}
 	for _, k := range render.PodAnnotationKeys() {
 		if v, ok := dgd.Annotations[k]; ok {
 			if d.Annotations == nil {
@@ -55,11 +63,14 @@ func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
 			d.Annotations[k] = v
 		}
 	}
-	for _, name := range dgd.WorkerServiceNames() {
+	for name, svc := range dgd.Spec.Services {
+		if svc == nil {
+			continue
+		}
 		if d.Services == nil {
 			d.Services = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
 		}
-		d.Services[name] = dgd.Spec.Services[name]
+		d.Services[name] = svc
 	}
 	return d
 }
@@ -68,6 +79,21 @@ func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
 // NewWorkerTemplate of the DGD the data was taken from.
 func (d *RevisionData) Template() WorkerTemplate {
 	return newWorkerTemplate(d)
+}
+
+// Graph returns the graph template the data describes (see GraphTemplate).
+func (d *RevisionData) Graph() GraphTemplate {
+	g := GraphTemplate{Workers: d.Template(), WorkersOnly: !d.WholeGraph}
+	for name, s := range d.Services {
+		if s == nil || s.IsWorker() {
+			continue
+		}
+		if g.Stable == nil {
+			g.Stable = map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}
+		}
+		g.Stable[name] = stableTemplate(s)
+	}
+	return g
 }
 
 // DecodeRevisionData decodes the .data of rev.
@@ -91,11 +117,11 @@ func RevisionName(dgdName, hash string) string {
 	return dgdName + "-" + hash
 }
 
-// NewRevision returns a ControllerRevision, not yet stored, recording the worker
-// template of dgd as revision number revision, named and labelled by its hash with
-// collisionCount (see Hash). Labels: LabelGraph, LabelWorkerHash and LabelManagedBy; the
-// DGD's kubernetes.io/change-cause annotation, if any, is copied. It sets no owner
-// reference: Interface.Create does.
+// NewRevision returns a ControllerRevision, not yet stored, recording the graph
+// template of dgd as revision number revision, named by its graph hash (GraphHash) and
+// labelled with its worker hash (Hash), both with collisionCount. Labels: LabelGraph,
+// LabelWorkerHash and LabelManagedBy; the DGD's kubernetes.io/change-cause annotation,
+// if any, is copied. It sets no owner reference: Interface.Create does.
 func NewRevision(dgd *v1alpha1.DynamoGraphDeployment, revision int64, collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	data := NewRevisionData(dgd)
 	raw, err := json.Marshal(data)
@@ -107,7 +133,7 @@ func NewRevision(dgd *v1alpha1.DynamoGraphDeployment, revision int64, collisionC
 	rev := &appsv1.ControllerRevision{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: dgd.Namespace,
-			Name:      RevisionName(dgd.Name, hash),
+			Name:      RevisionName(dgd.Name, GraphHash(data.Graph(), collisionCount)),
 			Labels: map[string]string{
 				v1alpha1.LabelGraph:      dgd.Name,
 				v1alpha1.LabelWorkerHash: hash,
@@ -123,19 +149,21 @@ func NewRevision(dgd *v1alpha1.DynamoGraphDeployment, revision int64, collisionC
 	return rev, nil
 }
 
-// templateJSON returns the canonical JSON of the worker template rev records.
+// templateJSON returns the canonical JSON of the graph template rev records.
 func templateJSON(rev *appsv1.ControllerRevision) ([]byte, error) {
 	d, err := DecodeRevisionData(rev)
 	if err != nil {
 		return nil, err
 	}
-	return canonicalJSON(d.Template())
+	return canonicalJSON(d.Graph())
 }
 
-// Equal reports whether a and b record the same worker template: their .data decode to
-// worker templates with the same canonical JSON. Fields of .data the hash ignores
+// Equal reports whether a and b record the same graph template: their .data decode to
+// graph templates with the same canonical JSON. Fields of .data the hashes ignore
 // (replicas, autoscaling...) do not count, so a revision made before a scale-up equals
-// one made after it. Revisions whose data cannot be decoded are equal to nothing.
+// one made after it. A revision recording the workers only (made before whole-graph
+// revisions) equals no whole-graph one. Revisions whose data cannot be decoded are
+// equal to nothing.
 func Equal(a, b *appsv1.ControllerRevision) bool {
 	ja, err := templateJSON(a)
 	if err != nil {
@@ -171,8 +199,9 @@ func NextRevision(revs []*appsv1.ControllerRevision) int64 {
 }
 
 // HashOf returns the worker hash of rev, from its LabelWorkerHash label; for a revision
-// without the label it falls back to the name's suffix after "<LabelGraph value>-", and
-// returns "" if that fails too.
+// without the label it falls back to the name's suffix after "<LabelGraph value>-" (a
+// revision made before whole-graph revisions was named by its worker hash), and returns
+// "" if that fails too.
 func HashOf(rev *appsv1.ControllerRevision) string {
 	if rev == nil {
 		return ""

@@ -1,11 +1,13 @@
 package revisions
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -24,7 +26,7 @@ func TestNewRevision(t *testing.T) {
 	hash := hashOf(dgd)
 	wantMeta := metav1.ObjectMeta{
 		Namespace: "default",
-		Name:      "vllm-disagg-" + hash,
+		Name:      nameOf(dgd),
 		Labels: map[string]string{
 			v1alpha1.LabelGraph:      "vllm-disagg",
 			v1alpha1.LabelWorkerHash: hash,
@@ -43,9 +45,10 @@ func TestNewRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := RevisionData{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+		"Frontend":          dgd.Spec.Services["Frontend"],
 		"VllmDecodeWorker":  dgd.Spec.Services["VllmDecodeWorker"],
 		"VllmPrefillWorker": dgd.Spec.Services["VllmPrefillWorker"],
-	}, RenderVersion: render.RenderVersion}
+	}, RenderVersion: render.RenderVersion, WholeGraph: true}
 	if diff := cmp.Diff(want, *data); diff != "" {
 		t.Errorf("data (-want +got):\n%s", diff)
 	}
@@ -84,9 +87,13 @@ func TestEqual(t *testing.T) {
 		{name: "replicas differ", a: base, b: rev(mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
 			d.Spec.Services["VllmDecodeWorker"].Replicas = ptr(int32(9))
 		}), 2), want: true},
-		{name: "frontend differs", a: base, b: rev(mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
-			d.Spec.Services["Frontend"].ExtraPodSpec.MainContainer.Image = "f:2"
+		{name: "frontend differs: another revision", a: base, b: rev(mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["Frontend"].ExtraPodSpec = &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "f:2"}}
+		}), 2), want: false},
+		{name: "frontend replicas differ", a: base, b: rev(mutate(sampleDGD(), func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["Frontend"].Replicas = ptr(int32(4))
 		}), 2), want: true},
+		{name: "workers only (an earlier operator's) against whole graph", a: base, b: workersOnly(t, base), want: false},
 		{name: "image differs", a: base, b: rev(withImage(sampleDGD(), "v2"), 2), want: false},
 		{name: "undecodable data", a: base, b: broken, want: false},
 		{name: "nil revision", a: base, b: nil, want: false},
@@ -101,6 +108,29 @@ func TestEqual(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workersOnly returns rev as an operator before whole-graph revisions wrote it: its
+// data holds the worker services only, without WholeGraph.
+func workersOnly(t *testing.T, rev *appsv1.ControllerRevision) *appsv1.ControllerRevision {
+	t.Helper()
+	d, err := DecodeRevisionData(rev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, s := range d.Services {
+		if !s.IsWorker() {
+			delete(d.Services, name)
+		}
+	}
+	d.WholeGraph = false
+	raw, err := json.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rev.DeepCopy()
+	out.Data = runtime.RawExtension{Raw: raw}
+	return out
 }
 
 func TestFindEqual(t *testing.T) {

@@ -6,9 +6,15 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
-// Restore returns a copy of dgd's spec with the worker templates of rev re-applied: what
+// Restore returns a copy of dgd's spec with the graph template of rev re-applied: what
 // "kubectl dgd rollout undo --to-revision=N" writes back to the DGD. Writing it makes the
-// next Sync renumber rev as the newest revision, and a normal rollout follows.
+// next Sync renumber rev as the newest revision, and a normal rollout follows: workers
+// roll side by side, stable services update in place.
+//
+// A whole-graph revision (RevisionData.WholeGraph) restores every service exactly (full
+// spec), except that a service that exists now keeps its current replicas; services of
+// rev absent now come back with the replicas rev recorded, and services absent from rev
+// are removed. A revision made before whole-graph revisions knows only the workers:
 //
 //   - Worker services of rev are restored exactly (full spec: image, args, envs,
 //     resources, autoscaling...), except that a service that exists now (under the same
@@ -31,7 +37,7 @@ func Restore(dgd *v1alpha1.DynamoGraphDeployment, rev *appsv1.ControllerRevision
 	current := spec.Services
 	spec.Services = make(map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec, len(current)+len(data.Services))
 	for name, s := range current {
-		if s != nil && !s.IsWorker() {
+		if s != nil && !s.IsWorker() && !data.WholeGraph {
 			spec.Services[name] = s
 		}
 	}

@@ -39,11 +39,21 @@ func TestRestore(t *testing.T) {
 	want := old.Spec.DeepCopy()
 	want.Services["VllmDecodeWorker"].Replicas = ptr(int32(6)) // current replicas kept
 	want.Services["VllmPrefillWorker"].Replicas = nil          // current (unset) kept
-	want.Services["Frontend"] = now.Spec.Services["Frontend"]  // non-worker untouched
 	want.RevisionHistoryLimit = ptr(int32(4))                  // not part of a revision
-	// "Aux" comes back with its recorded 3 replicas; "Spare" is gone.
+	// The frontend is restored as any service (its image back to old's); "Aux" comes
+	// back with its recorded 3 replicas; "Spare" is gone.
 	if diff := cmp.Diff(want, spec); diff != "" {
 		t.Errorf("restored spec (-want +got):\n%s", diff)
+	}
+
+	// A revision an earlier operator wrote knows the workers only: the frontend stays.
+	spec, err = Restore(now, workersOnly(t, rev))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Services["Frontend"] = now.Spec.Services["Frontend"]
+	if diff := cmp.Diff(want, spec); diff != "" {
+		t.Errorf("restored spec from a workers-only revision (-want +got):\n%s", diff)
 	}
 	restored := &v1alpha1.DynamoGraphDeployment{Spec: *spec}
 	if got := Hash(NewWorkerTemplate(restored), ptr(int32(2))); got != HashOf(rev) {

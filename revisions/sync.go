@@ -44,8 +44,8 @@ type Result struct {
 //  3. Pick the current revision (see Result.Current).
 //  4. Truncate history (see truncateHistory).
 //
-// inUse holds the hashes of revisions that still have worker workloads or replicas; they
-// are never deleted.
+// inUse holds the worker hashes that still have workloads or replicas; the newest
+// revision of each is never deleted.
 func Sync(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGraphDeployment, inUse sets.Set[string]) (Result, error) {
 	var res Result
 	if dgd.Status.CollisionCount != nil {
@@ -86,12 +86,21 @@ func syncUpdateRevision(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGr
 		created, err := h.Create(ctx, dgd, want, collisionCount)
 		return created, err == nil, err
 	}
-	newestEqual := equal[len(equal)-1]
-	if newestEqual.Name == revs[len(revs)-1].Name {
-		return newestEqual, false, nil
+	rev := equal[len(equal)-1]
+	if rev.Name != revs[len(revs)-1].Name {
+		if rev, err = h.Renumber(ctx, rev, next); err != nil {
+			return nil, false, err
+		}
 	}
-	renumbered, err := h.Renumber(ctx, newestEqual, next)
-	return renumbered, false, err
+	// As the Deployment controller keeps its new ReplicaSet's annotations in step with
+	// the Deployment's, the update revision says the DGD's latest change cause: one
+	// recorded after the change (kubectl annotate) or a revert's.
+	if cause, ok := dgd.Annotations[v1alpha1.AnnotationChangeCause]; ok && rev.Annotations[v1alpha1.AnnotationChangeCause] != cause {
+		if rev, err = h.SetChangeCause(ctx, rev, cause); err != nil {
+			return nil, false, err
+		}
+	}
+	return rev, false, nil
 }
 
 // upsertRevision returns revs with rev in place of the revision of the same name (or
@@ -142,8 +151,15 @@ func findByHash(revs []*appsv1.ControllerRevision, hash string) *appsv1.Controll
 func truncateHistory(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGraphDeployment,
 	revs []*appsv1.ControllerRevision, current, update *appsv1.ControllerRevision,
 	inUse sets.Set[string]) ([]*appsv1.ControllerRevision, error) {
+	// Of the revisions sharing an in-use worker hash (stable-only changes), the newest
+	// stands for the running workers; the older ones age out as any other.
+	newest := map[string]string{}
+	for _, rev := range revs { // ascending
+		newest[HashOf(rev)] = rev.Name
+	}
 	live := func(rev *appsv1.ControllerRevision) bool {
-		return rev.Name == current.Name || rev.Name == update.Name || inUse.Has(HashOf(rev))
+		h := HashOf(rev)
+		return rev.Name == current.Name || rev.Name == update.Name || inUse.Has(h) && newest[h] == rev.Name
 	}
 	var old []*appsv1.ControllerRevision
 	for _, rev := range revs {
@@ -171,9 +187,11 @@ func truncateHistory(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGraph
 	return kept, nil
 }
 
-// ServiceAt is a worker service's spec as the revision of hash recorded it, or nil.
+// ServiceAt is a worker service's spec as the newest revision of worker hash hash
+// recorded it, or nil.
 func (r Result) ServiceAt(hash, service string) *v1alpha1.DynamoComponentDeploymentSharedSpec {
-	for _, rev := range r.Revisions {
+	for i := len(r.Revisions) - 1; i >= 0; i-- {
+		rev := r.Revisions[i]
 		if HashOf(rev) != hash {
 			continue
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -17,7 +18,7 @@ import (
 func TestSyncRevert(t *testing.T) {
 	a := sampleDGD()
 	b := withImage(a, "vllm-runtime:0.5.0")
-	revA, revB := "vllm-disagg-"+hashOf(a), "vllm-disagg-"+hashOf(b)
+	revA, revB := nameOf(a), nameOf(b)
 	steps := []struct {
 		name        string
 		dgd         *v1alpha1.DynamoGraphDeployment
@@ -94,7 +95,7 @@ func TestSyncCurrentRevision(t *testing.T) {
 func TestSyncCollision(t *testing.T) {
 	dgd := sampleDGD()
 	squatter := ownedRevision(t, withImage(dgd, "other"), 1, 0, dgd)
-	squatter.Name = "vllm-disagg-" + hashOf(dgd)
+	squatter.Name = nameOf(dgd)
 	for _, impl := range implementations() {
 		t.Run(impl.name, func(t *testing.T) {
 			res, err := Sync(context.Background(), impl.new(t, squatter), dgd, nil)
@@ -102,10 +103,10 @@ func TestSyncCollision(t *testing.T) {
 				t.Fatal(err)
 			}
 			wantHash := Hash(NewWorkerTemplate(dgd), ptr(int32(1)))
-			if res.CollisionCount != 1 || HashOf(res.Update) != wantHash || res.Update.Name != "vllm-disagg-"+wantHash {
-				t.Errorf("collisionCount %d update %s, want 1 and vllm-disagg-%s", res.CollisionCount, res.Update.Name, wantHash)
+			if res.CollisionCount != 1 || HashOf(res.Update) != wantHash || res.Update.Name != nameOf(dgd, 1) {
+				t.Errorf("collisionCount %d update %s, want 1 and %s", res.CollisionCount, res.Update.Name, nameOf(dgd, 1))
 			}
-			want := []string{squatter.Name + "@1", "vllm-disagg-" + wantHash + "@2"}
+			want := []string{squatter.Name + "@1", nameOf(dgd, 1) + "@2"}
 			if diff := cmp.Diff(want, names(res.Revisions)); diff != "" {
 				t.Errorf("revisions (-want +got):\n%s", diff)
 			}
@@ -200,5 +201,93 @@ func TestSyncFindsCurrentRevisionByName(t *testing.T) {
 	}
 	if second.Update.Name == first.Update.Name {
 		t.Fatal("update revision did not change")
+	}
+}
+
+// TestSyncWholeGraph: a frontend-only change is a revision of its own that shares the
+// workers' hash (so nothing rolls), its revert renumbers the earlier one, a change cause
+// recorded after the change reaches the update revision, and revisions sharing an
+// in-use worker hash do not pin history.
+func TestSyncWholeGraph(t *testing.T) {
+	frontend := func(d *v1alpha1.DynamoGraphDeployment, image string) *v1alpha1.DynamoGraphDeployment {
+		return mutate(d, func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["Frontend"].ExtraPodSpec = &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: image}}
+		})
+	}
+	for _, impl := range implementations() {
+		t.Run(impl.name, func(t *testing.T) {
+			ctx := context.Background()
+			h := impl.new(t)
+			sync := func(d *v1alpha1.DynamoGraphDeployment, inUse ...string) Result {
+				t.Helper()
+				res, err := Sync(ctx, h, d, sets.New(inUse...))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res
+			}
+			a := frontend(sampleDGD(), "f:1")
+			first := sync(a)
+			b := frontend(a, "f:2")
+			second := sync(b, HashOf(first.Update))
+			if !second.Created || second.Update.Name == first.Update.Name || HashOf(second.Update) != HashOf(first.Update) {
+				t.Fatalf("frontend change: update %s (worker hash %s, created %v), want a new revision with worker hash %s",
+					second.Update.Name, HashOf(second.Update), second.Created, HashOf(first.Update))
+			}
+			if diff := cmp.Diff([]string{first.Update.Name + "@1", second.Update.Name + "@2"}, names(second.Revisions)); diff != "" {
+				t.Errorf("revisions (-want +got):\n%s", diff)
+			}
+			// kubectl annotate after the change: the update revision takes the cause.
+			b.Annotations = map[string]string{v1alpha1.AnnotationChangeCause: "frontend 2"}
+			third := sync(b, HashOf(first.Update))
+			if got := third.Update.Annotations[v1alpha1.AnnotationChangeCause]; got != "frontend 2" || third.Update.Name != second.Update.Name {
+				t.Errorf("update %s change cause %q, want %s with %q", third.Update.Name, got, second.Update.Name, "frontend 2")
+			}
+			if got := mustList(t, h, b)[1].Annotations[v1alpha1.AnnotationChangeCause]; got != "frontend 2" {
+				t.Errorf("stored change cause %q, want %q", got, "frontend 2")
+			}
+			// Back to f:1: revision 1 is renumbered, not duplicated.
+			back := sync(a, HashOf(first.Update))
+			if back.Created || back.Update.Name != first.Update.Name || back.Update.Revision != 3 {
+				t.Errorf("revert: update %s@%d created %v, want %s@3", back.Update.Name, back.Update.Revision, back.Created, first.Update.Name)
+			}
+			// Limit 0, current = update, workers in use: of the two revisions sharing the
+			// running workers' hash only the newest stays.
+			a.Spec.RevisionHistoryLimit = ptr(int32(0))
+			a.Status.CurrentRevision = back.Update.Name
+			last := sync(a, HashOf(first.Update))
+			if diff := cmp.Diff([]string{first.Update.Name + "@3"}, names(last.Revisions)); diff != "" {
+				t.Errorf("truncated revisions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestSyncUpgradeFromWorkersOnly: a DGD whose history an operator before whole-graph
+// revisions wrote (workers only, named by the worker hash) gets one new revision with
+// the same worker hash, so nothing rolls, and its old revisions stay readable.
+func TestSyncUpgradeFromWorkersOnly(t *testing.T) {
+	dgd := sampleDGD()
+	legacy := func(d *v1alpha1.DynamoGraphDeployment, n int64) *appsv1.ControllerRevision {
+		rev := workersOnly(t, ownedRevision(t, d, n, 0, sampleDGD()))
+		rev.Name = RevisionName(d.Name, hashOf(d))
+		return rev
+	}
+	old, running := legacy(withImage(dgd, "v0"), 1), legacy(dgd, 2)
+	dgd.Status.CurrentRevision = running.Name
+	for _, impl := range implementations() {
+		t.Run(impl.name, func(t *testing.T) {
+			res, err := Sync(context.Background(), impl.new(t, old, running), dgd, sets.New(hashOf(dgd)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Created || res.Update.Revision != 3 || HashOf(res.Update) != HashOf(running) || res.Current.Name != running.Name {
+				t.Errorf("update %s@%d (worker hash %s, created %v), current %s; want a new revision 3 with worker hash %s, current %s",
+					res.Update.Name, res.Update.Revision, HashOf(res.Update), res.Created, res.Current.Name, HashOf(running), running.Name)
+			}
+			if HashOf(old) != hashOf(withImage(dgd, "v0")) {
+				t.Errorf("HashOf(workers-only revision) = %s, want %s", HashOf(old), hashOf(withImage(dgd, "v0")))
+			}
+		})
 	}
 }

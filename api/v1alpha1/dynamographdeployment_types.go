@@ -215,13 +215,20 @@ type DynamoGraphDeploymentStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
-	// CurrentRevision is the worker revision every worker was on before the rollout
-	// (StatefulSet convention: equals UpdateRevision when no rollout is under way).
+	// CurrentRevision is the revision (a ControllerRevision recording the whole graph)
+	// every worker was on before the rollout (StatefulSet convention: equals
+	// UpdateRevision when no rollout is under way).
 	// +optional
 	CurrentRevision string `json:"currentRevision,omitempty"`
-	// UpdateRevision is the worker revision the rollout moves to.
+	// UpdateRevision is the revision the rollout moves to: the ControllerRevision that
+	// records the spec's whole graph.
 	// +optional
 	UpdateRevision string `json:"updateRevision,omitempty"`
+	// UpdateWorkerHash is the worker hash of UpdateRevision: the suffix of its worker
+	// workloads and Dynamo namespace, and the nvidia.com/dynamo-worker-hash label of its
+	// pods. Revisions that change only stable services (frontend, planner...) share it.
+	// +optional
+	UpdateWorkerHash string `json:"updateWorkerHash,omitempty"`
 	// UpdateRevisionNumber is the ControllerRevision number of UpdateRevision.
 	// +optional
 	UpdateRevisionNumber int64 `json:"updateRevisionNumber,omitempty"`

@@ -263,9 +263,6 @@ func (s *scenario) ownershipProblems(w *world) []string {
 			out = append(out, fmt.Sprintf("ControllerRevisions %s and %s have the same revision number %d", other, r.Name, r.Revision))
 		}
 		revNumber[r.Revision] = r.Name
-		if r.Name != revisions.RevisionName(s.name, h) {
-			out = append(out, fmt.Sprintf("ControllerRevision %s is not named after its hash %q", r.Name, h))
-		}
 		if !s.hashes[h] {
 			out = append(out, fmt.Sprintf("ControllerRevision %s records a template (hash %s) this test never wrote", r.Name, h))
 		}
@@ -273,6 +270,13 @@ func (s *scenario) ownershipProblems(w *world) []string {
 		if err != nil {
 			out = append(out, err.Error())
 			continue
+		}
+		cc := ptr.To(ptr.Deref(w.d.Status.CollisionCount, 0)) // the status may not be written yet
+		if want := revisions.RevisionName(s.name, revisions.GraphHash(data.Graph(), cc)); r.Name != want {
+			out = append(out, fmt.Sprintf("ControllerRevision %s is not named after the hash of its graph template (%s)", r.Name, want))
+		}
+		if want := revisions.Hash(data.Template(), cc); h != want {
+			out = append(out, fmt.Sprintf("ControllerRevision %s carries worker hash %q, its template's is %q", r.Name, h, want))
 		}
 		th := revisions.Hash(data.Template(), ptr.To[int32](0))
 		if other, dup := template[th]; dup {

@@ -15,7 +15,7 @@ import (
 
 // UpdateHash is the worker hash of the DGD's update revision.
 func UpdateHash(d *v1alpha1.DynamoGraphDeployment) string {
-	return strings.TrimPrefix(d.Status.UpdateRevision, d.Name+"-")
+	return d.Status.UpdateWorkerHash
 }
 
 // RolledOut reports whether the update revision is complete: phase Completed for the

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -242,7 +241,7 @@ func (s Snapshot) drainedPoolLeft() bool {
 			busy[r.hash] = busy[r.hash] || r.spec > 0 || r.actual > 0
 		}
 	}
-	update := strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
+	update := s.DGD.Status.UpdateWorkerHash
 	for h, b := range busy {
 		if h != update && !b {
 			return true

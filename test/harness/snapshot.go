@@ -3,7 +3,6 @@ package harness
 import (
 	"context"
 	"slices"
-	"strings"
 
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -13,7 +12,7 @@ import (
 
 // UpdateHash is the worker hash of the DGD's update revision.
 func (s Snapshot) UpdateHash() string {
-	return strings.TrimPrefix(s.DGD.Status.UpdateRevision, s.DGD.Name+"-")
+	return s.DGD.Status.UpdateWorkerHash
 }
 
 // Hashes lists the distinct worker hashes that have workloads, in order of appearance.

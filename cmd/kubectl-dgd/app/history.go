@@ -19,10 +19,11 @@ func newHistoryCommand(c *cli) *cobra.Command {
 	var revision int64
 	cmd := &cobra.Command{
 		Use:   "history NAME [--revision=N]",
-		Short: "View the worker revisions of a DynamoGraphDeployment",
-		Long: "List the worker revisions of a DynamoGraphDeployment with their change cause (the\n" +
-			"kubernetes.io/change-cause annotation the DGD had when the revision was made), or,\n" +
-			"with --revision, print that revision's worker templates.",
+		Short: "View the revisions of a DynamoGraphDeployment",
+		Long: "List the revisions of a DynamoGraphDeployment with their change cause (the\n" +
+			"kubernetes.io/change-cause annotation of the DGD's change), or, with --revision,\n" +
+			"print the services that revision recorded. A revision records the whole graph;\n" +
+			"one that changed only stable services (frontend, planner...) rolled no worker.",
 		Example: "  kubectl dgd rollout history vllm-disagg\n" +
 			"  kubectl dgd rollout history vllm-disagg --revision=2",
 		Args: exactlyOneName,
@@ -34,11 +35,11 @@ func newHistoryCommand(c *cli) *cobra.Command {
 			return runHistory(cmd.Context(), s, c.streams.Out, args[0], revision)
 		},
 	}
-	cmd.Flags().Int64Var(&revision, "revision", 0, "See the worker templates of this revision")
+	cmd.Flags().Int64Var(&revision, "revision", 0, "See the services of this revision")
 	return cmd
 }
 
-// runHistory prints the history of name, or the worker templates of one revision.
+// runHistory prints the history of name, or the services of one revision.
 func runHistory(ctx context.Context, s *session, out io.Writer, name string, revision int64) error {
 	_, revs, err := s.history(ctx, name)
 	if err != nil {
@@ -73,9 +74,9 @@ func runHistory(ctx context.Context, s *session, out io.Writer, name string, rev
 	return tw.Flush()
 }
 
-// templatesYAML renders the worker templates rev records as YAML shaped like a partial
-// DGD spec (services, and envs and backend when set). Replicas are left out: they are
-// not part of a template, and an undo keeps the current ones.
+// templatesYAML renders the services rev records as YAML shaped like a partial DGD spec
+// (services, and envs and backend when set). Replicas are left out: they are not part of
+// a template, and an undo keeps the current ones.
 func templatesYAML(rev *appsv1.ControllerRevision) (string, error) {
 	data, err := revisions.DecodeRevisionData(rev)
 	if err != nil {
@@ -96,6 +97,7 @@ func templatesYAML(rev *appsv1.ControllerRevision) (string, error) {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
 	}
+	delete(tree, "wholeGraph") // how the data is stored, not what the graph was
 	services, _ := tree["services"].(map[string]any)
 	for _, svc := range services {
 		pruneMainContainer(svc)
@@ -107,12 +109,15 @@ func templatesYAML(rev *appsv1.ControllerRevision) (string, error) {
 	return string(text), nil
 }
 
-// pruneMainContainer drops the two fields corev1.Container always serializes, an empty
-// name and empty resources, from a service's extraPodSpec.mainContainer: they say
-// nothing, and a user never wrote them.
+// pruneMainContainer drops the fields Go always serializes and a user never wrote: the
+// pod spec's "containers: null" in extraPodSpec (its PodSpec is inline and containers
+// has no omitempty), and the main container's empty name and empty resources.
 func pruneMainContainer(svc any) {
 	spec, _ := svc.(map[string]any)
 	eps, _ := spec["extraPodSpec"].(map[string]any)
+	if c, ok := eps["containers"]; ok && c == nil {
+		delete(eps, "containers")
+	}
 	mc, _ := eps["mainContainer"].(map[string]any)
 	if mc == nil {
 		return

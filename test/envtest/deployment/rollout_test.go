@@ -70,7 +70,7 @@ var _ = Describe("image change", func() {
 			ns := newNamespace()
 			obj := tc.build(ns)
 			first := deploy(obj)
-			oldHash := first.Hashes()[0]
+			oldHash, oldRevision := first.Hashes()[0], first.DGD.Status.UpdateRevision
 			update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
 			steps, err := env.Drive(ctx, ns, obj.Name, tc.grow, 60, func(s harness.Snapshot) bool {
 				return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 2
@@ -88,7 +88,7 @@ var _ = Describe("image change", func() {
 			for _, st := range steps {
 				if st.PoolSize(oldHash) > 0 && st.PoolSize(st.UpdateHash()) > 0 {
 					midway++
-					Expect(st.DGD.Status.CurrentRevision).To(HaveSuffix("-"+oldHash), "mid-rollout")
+					Expect(st.DGD.Status.CurrentRevision).To(Equal(oldRevision), "mid-rollout")
 				}
 			}
 			Expect(midway).To(BeNumerically(">", 0))
@@ -104,7 +104,7 @@ var _ = Describe("image change", func() {
 })
 
 var _ = Describe("changes that start no worker rollout", func() {
-	It("updates the frontend in place on a frontend-only change", func() {
+	It("updates the frontend in place on a frontend-only change, a revision that shares the workers' hash", func() {
 		ns := newNamespace()
 		first := deploy(harness.NewDGD(ns, "fe").Disagg(2, 1, "vllm:v1").Obj())
 		update(ns, "fe", func(d *v1alpha1.DynamoGraphDeployment) {
@@ -117,11 +117,16 @@ var _ = Describe("changes that start no worker rollout", func() {
 		}).Should(Equal("frontend:v2"))
 		s, err := env.WaitSettled(ctx, ns, "fe")
 		Expect(err).NotTo(HaveOccurred())
-		Expect(s.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)))
+		Expect(s.DGD.Status.UpdateRevisionNumber).To(Equal(int64(2)), "the whole graph is a revision")
+		Expect(s.DGD.Status.UpdateWorkerHash).To(Equal(first.UpdateHash()))
+		Expect(s.Hashes()).To(Equal(first.Hashes()), "no worker workload of another hash")
 		Expect(s.Replicas()).To(Equal(first.Replicas()))
 		var revs appsv1.ControllerRevisionList
 		Expect(env.Client.List(ctx, &revs, client.InNamespace(ns))).To(Succeed())
-		Expect(revs.Items).To(HaveLen(1))
+		Expect(revs.Items).To(HaveLen(2))
+		for _, r := range revs.Items {
+			Expect(r.Labels[v1alpha1.LabelWorkerHash]).To(Equal(first.UpdateHash()))
+		}
 	})
 
 	It("scales the current revision on a replicas-only change", func() {

@@ -174,7 +174,8 @@ var _ = Describe("Grove as the operator sees it", func() {
 			Expect(err).NotTo(HaveOccurred())
 			last := steps[len(steps)-1]
 			Expect(stablePCS(last, "Frontend").Name).NotTo(Equal(oldFE.Name))
-			Expect(last.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)), "a frontend change rolls no worker")
+			Expect(last.DGD.Status.UpdateWorkerHash).To(Equal(first.UpdateHash()), "a frontend change rolls no worker")
+			Expect(last.Hashes()).To(Equal(first.Hashes()), "a frontend change rolls no worker")
 			Expect(watch.fewest("Frontend")).To(BeNumerically(">=", r-r/4))
 			Expect(rolloutEvents(ns, "fe")).To(ContainElement(ContainSubstring("deleted PodCliqueSet " + oldFE.Name + " (Frontend has")))
 		},

@@ -192,7 +192,9 @@ var _ = Describe("rollouts on Grove", func() {
 		Expect(err).NotTo(HaveOccurred())
 		s := steps[len(steps)-1]
 		Expect(s.Replicas()).To(Equal(first.Replicas()))
-		Expect(s.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)))
+		Expect(s.DGD.Status.UpdateRevisionNumber).To(Equal(int64(2)), "the whole graph is a revision")
+		Expect(s.DGD.Status.UpdateWorkerHash).To(Equal(first.UpdateHash()), "a frontend change rolls no worker")
+		Expect(s.Hashes()).To(Equal(first.Hashes()))
 	})
 })
 

@@ -91,7 +91,7 @@ var _ = Describe("BUG: observedGeneration advanced by a pass that never saw the 
 		Expect(faulty.Pending()).To(BeZero(), "the fault fired")
 		for _, v := range log.stop() {
 			if v.Status.ObservedGeneration == v.Generation {
-				Expect(v.Status.UpdateRevision).To(Equal(v.Name+"-"+specHash(&v)),
+				Expect(v.Status.UpdateWorkerHash).To(Equal(specHash(&v)),
 					"resourceVersion %s: generation %d observed with phase %+v", v.ResourceVersion, v.Generation, v.Status.RollingUpdate)
 			}
 		}
