@@ -29,6 +29,11 @@ type Env struct {
 	cancel context.CancelFunc
 	done   chan error
 	grove  groveState
+	// RuntimeRegisters makes the fake kubelet (Grove's pods) mark a worker pod Ready only
+	// once its Dynamo runtime has published the pod's DynamoWorkerMetadata, as a real
+	// worker does: it registers, then its readiness probe (/health on the system port)
+	// passes. Set it where test/observe plays the runtimes (it publishes the DWMs).
+	RuntimeRegisters bool
 }
 
 // RepoRoot is the repository root, found from this file's location.

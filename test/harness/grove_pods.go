@@ -14,8 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
+
+	"github.com/dgd-rollout/operator/test/dynamoview"
 )
 
 // syncPodCliques plays the PodClique controller (with kube-scheduler and the kubelet)
@@ -272,10 +276,44 @@ func (s *groveStep) makeReady(ctx context.Context, c *grovev1.PodClique, pods []
 		candidates = candidates[:min(len(candidates), int(s.grow))]
 	}
 	for _, p := range candidates {
+		if err := s.waitRegistered(ctx, p); err != nil {
+			return err
+		}
 		setPodCondition(p, corev1.PodReady, corev1.ConditionTrue)
 		if err := s.statusUpdate(ctx, p); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// registerTimeout bounds how long a worker pod's runtime may take to publish its
+// DynamoWorkerMetadata once the pod runs.
+const registerTimeout = 30 * time.Second
+
+// waitRegistered waits, with Env.RuntimeRegisters, until a worker pod's runtime has
+// published its DynamoWorkerMetadata (named after the pod, owned by its UID): a Dynamo
+// worker's readiness probe passes only after it registered. Without that order a
+// loaded run could make a pod Ready, let the operator drain the old revision on it,
+// and show a frontend with no discoverable worker that no real cluster would show.
+func (s *groveStep) waitRegistered(ctx context.Context, p *corev1.Pod) error {
+	if !s.e.RuntimeRegisters {
+		return nil
+	}
+	if rt, ok := dynamoview.RuntimeOf(p); !ok || !rt.IsWorker() {
+		return nil
+	}
+	dwm := &unstructured.Unstructured{}
+	dwm.SetGroupVersionKind(dynamoview.DWMGVK)
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, registerTimeout, true, func(ctx context.Context) (bool, error) {
+		err := s.e.Client.Get(ctx, types.NamespacedName{Namespace: p.Namespace, Name: p.Name}, dwm)
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil && dynamoview.PodOwnerUID(dwm) == string(p.UID), err
+	})
+	if err != nil {
+		return fmt.Errorf("fake kubelet: worker pod %s/%s runs but its runtime published no DynamoWorkerMetadata within %s: %w", p.Namespace, p.Name, registerTimeout, err)
 	}
 	return nil
 }

@@ -46,6 +46,9 @@ var _ = BeforeSuite(func() {
 	dir, err := grove.CRDDir()
 	Expect(err).NotTo(HaveOccurred())
 	env, err = harness.Start(true, dir)
+	if env != nil {
+		env.RuntimeRegisters = true // every spec's namespace has an observer playing the runtimes
+	}
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 	Expect(rejected.watch(env)).To(Succeed())
