@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Replays docs/day2.md against a running `make run` (KUBECONFIG=.local/kubeconfig, the
+# plugin on PATH) and prints each command, prefixed with "$ ", and what it printed: the
+# transcript the document's blocks are pasted from. It changes the sample DGD
+# (vllm-disagg in default): run it on a fresh `make run`.
+set -u
+run() { echo "\$ $*"; eval "$@" 2>&1; }
+img() { # the merge patch that sets both workers' image and the change cause
+  echo "'{\"metadata\":{\"annotations\":{\"kubernetes.io/change-cause\":\"vllm-runtime $1\"}},\"spec\":{\"services\":{\"VllmDecodeWorker\":{\"extraPodSpec\":{\"mainContainer\":{\"image\":\"nvcr.io/nvidia/ai-dynamo/vllm-runtime:$1\"}}},\"VllmPrefillWorker\":{\"extraPodSpec\":{\"mainContainer\":{\"image\":\"nvcr.io/nvidia/ai-dynamo/vllm-runtime:$1\"}}}}}}'"
+}
+conditions="kubectl get dgd vllm-disagg -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}'"
+
+echo "## look"
+run kubectl get dgd
+run kubectl dgd rollout status vllm-disagg
+run kubectl dgd rollout history vllm-disagg
+run kubectl get deploy,svc
+
+echo "## roll out"
+run kubectl apply -f config/samples/disagg-tp2.yaml
+run kubectl annotate dgd vllm-disagg kubernetes.io/change-cause=\"decode TP 2\"
+run kubectl dgd rollout status vllm-disagg
+run kubectl dgd rollout history vllm-disagg
+run kubectl dgd rollout history vllm-disagg --revision=2
+
+echo "## frontend"
+run kubectl patch dgd vllm-disagg --type=merge -p "'{\"metadata\":{\"annotations\":{\"kubernetes.io/change-cause\":\"frontend 0.4.1\"}},\"spec\":{\"services\":{\"Frontend\":{\"extraPodSpec\":{\"mainContainer\":{\"image\":\"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1\"}}}}}}'"
+run kubectl dgd rollout status vllm-disagg
+run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd rollout history vllm-disagg
+run kubectl get dgd vllm-disagg -o jsonpath="'{.status.updateRevision} {.status.updateWorkerHash}{\"\\n\"}'"
+
+echo "## canary"
+run kubectl dgd rollout partition vllm-disagg 50%
+run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.5.0)"
+run kubectl dgd rollout status vllm-disagg
+run kubectl get dgd vllm-disagg
+run "$conditions"
+run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd rollout promote vllm-disagg
+run kubectl dgd rollout status vllm-disagg
+run "$conditions"
+run kubectl get deploy
+
+echo "## pause"
+run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.5.1)"
+sleep 0.5
+run kubectl dgd rollout pause vllm-disagg
+run kubectl get deploy
+run kubectl dgd rollout status vllm-disagg --watch=false
+run kubectl dgd rollout status vllm-disagg --timeout=5s
+echo "\$ echo \$?"; kubectl dgd rollout status vllm-disagg --timeout=1s >/dev/null 2>&1; echo $?
+run "$conditions"
+run kubectl dgd rollout resume vllm-disagg
+run kubectl dgd rollout status vllm-disagg
+
+echo "## roll back"
+run kubectl dgd rollout history vllm-disagg
+run kubectl dgd rollout undo vllm-disagg --dry-run=server
+run kubectl dgd rollout undo vllm-disagg
+run kubectl dgd rollout status vllm-disagg
+run kubectl dgd rollout history vllm-disagg
+run kubectl get controllerrevisions -L nvidia.com/dynamo-worker-hash
+run kubectl dgd rollout undo vllm-disagg --to-revision=1 --dry-run=client
+run kubectl dgd rollout undo vllm-disagg --to-revision=1
+run kubectl dgd rollout status vllm-disagg
+run kubectl dgd rollout history vllm-disagg
+run kubectl get deploy vllm-disagg-frontend -o jsonpath="'{.spec.template.spec.containers[0].image}{\"\\n\"}'"
+
+echo "## errors"
+current=$(kubectl get dgd vllm-disagg -o jsonpath='{.status.updateRevisionNumber}')
+run kubectl dgd rollout undo vllm-disagg --to-revision="$current"
+run kubectl dgd rollout undo vllm-disagg --to-revision=99
+run kubectl dgd rollout status nope
+run kubectl dgd rollout partition vllm-disagg 150%
+
+echo "## metrics"
+run "curl -s 127.0.0.1:8080/metrics | grep '^# HELP dgd_\|^# TYPE dgd_\|^dgd_'"
+run "curl -s 127.0.0.1:8080/metrics | grep 'controller_runtime_reconcile_total{controller=\"dynamographdeployment\"'"
