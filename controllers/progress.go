@@ -32,6 +32,9 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	}
 	ru.UpdatedServices = p.updatedServices()
 	phase, reason, msg := p.phaseOf()
+	if h := p.hold; h != nil && h.Message != "" && phase != v1alpha1.RolloutCompleted {
+		msg = h.Message + ": " + msg // which step holds, and why
+	}
 	if phase == v1alpha1.RolloutInProgress && len(p.wrote) == 0 && !p.updateStarted() {
 		// Detected, nothing moved yet (a Recreate waiting for the old pods, a create
 		// not yet in the cache): Pending, kstatus still InProgress.
@@ -65,6 +68,11 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	}
 	if prev == nil || prev.Phase != phase || prev.Reason != reason {
 		p.eventForPhase(phase, reason, msg)
+	}
+	ru.CurrentStepIndex, ru.CurrentStepStartTime = nil, nil
+	if h := p.hold; h != nil {
+		i := int32(h.State.Index)
+		ru.CurrentStepIndex, ru.CurrentStepStartTime = &i, ptrTime(h.State.Start)
 	}
 	ru.Phase, ru.Reason, ru.Message = phase, reason, msg
 	st.RollingUpdate = ru

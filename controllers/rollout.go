@@ -36,6 +36,9 @@ func (p *pass) inputFrom(workloads []observed) planner.Input {
 		},
 		UpdateRevision: p.revs.Update.Revision,
 	}
+	if p.hold != nil { // spec.rollout.steps: the step's hold (the spec's partition is unset)
+		in.Spec.Partition, in.Spec.Paused = p.hold.Partition, ro.Paused || p.hold.Paused
+	}
 	seen := map[string]bool{}
 	for _, name := range p.dgd.WorkerServiceNames() {
 		svc := p.dgd.Spec.Services[name]

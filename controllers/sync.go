@@ -16,6 +16,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/planner"
+	"github.com/dgd-rollout/operator/controllers/steps"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
@@ -51,6 +52,8 @@ type pass struct {
 	deleted         map[string]bool // objects this pass deleted (groupOf)
 	result          []observed      // the workloads as this pass leaves them (computeResult)
 	after           planner.Plan    // the planner's view of result: the phase the status reports
+	// hold is the step machine's decision with spec.rollout.steps (runSteps), nil without.
+	hold *steps.Output
 }
 
 // observed is a workload with the backend that manages it and its live pod count.
@@ -95,6 +98,9 @@ func (p *pass) sync(ctx context.Context) error {
 		return err
 	}
 	if err := p.syncStable(ctx); err != nil {
+		return err
+	}
+	if err := p.runSteps(); err != nil {
 		return err
 	}
 	if err := p.rollout(ctx); err != nil {

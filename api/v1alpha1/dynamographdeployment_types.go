@@ -33,6 +33,8 @@ const (
 // RolloutSpec controls how a new worker revision replaces the old one.
 //
 // +kubebuilder:validation:XValidation:rule="!(has(self.maxSurge) && has(self.maxUnavailable) && string(self.maxSurge) in ['0', '0%'] && string(self.maxUnavailable) in ['0', '0%'])",message="spec.rollout.maxSurge and spec.rollout.maxUnavailable cannot both be 0",fieldPath=".maxUnavailable"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || size(self.steps) == 0 || !has(self.partition) || string(self.partition) in ['0', '0%']",message="spec.rollout.partition cannot be set with spec.rollout.steps: the steps set the partition",fieldPath=".partition"
+// +kubebuilder:validation:XValidation:rule="!has(self.steps) || size(self.steps) == 0 || !has(self.strategy) || self.strategy != 'Recreate'",message="spec.rollout.steps need strategy RollingUpdate: Recreate has no split to hold",fieldPath=".steps"
 type RolloutSpec struct {
 	// Strategy is RollingUpdate (side by side, the default) or Recreate (old workers gone
 	// before new ones start).
@@ -63,12 +65,48 @@ type RolloutSpec struct {
 	// Paused freezes all scaling of worker workloads at the current split.
 	// +optional
 	Paused bool `json:"paused,omitempty"`
+	// Steps make a canary of every worker rollout: an ordered list of holds, each a
+	// partition the rollout moves to and holds until reached, or a pause (for a duration,
+	// or until "kubectl dgd rollout promote"). After the last step the rollout completes.
+	// Each step keeps every invariant of a rollout (availability, surge, ratio,
+	// isolation). A rollout with nothing to move (a first deploy, a change of stable
+	// services only) skips them.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Steps []RolloutStep `json:"steps,omitempty"`
 	// ProgressDeadlineSeconds is how long a rollout may make no progress before it is
 	// reported Failed (ProgressDeadlineExceeded). It keeps trying. Default 600.
 	// +optional
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+}
+
+// RolloutStep is one step of a stepped rollout: exactly one of partition and pause.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.partition) != has(self.pause)",message="a step sets exactly one of partition and pause"
+type RolloutStep struct {
+	// Partition moves the rollout until that much of every worker service is left on the
+	// old revision (as spec.rollout.partition) and holds there until the step ends: as
+	// soon as the split is reached and ready. A step may not raise the partition of an
+	// earlier step. A non-negative integer or a percentage from 0% to 100% (checked by
+	// the operator, reason InvalidSpec: a CEL rule per list item would exceed the API
+	// server's cost budget).
+	// +optional
+	// +kubebuilder:validation:XIntOrString
+	Partition *intstr.IntOrString `json:"partition,omitempty"`
+	// Pause holds the rollout at the split the previous steps reached.
+	// +optional
+	Pause *RolloutPause `json:"pause,omitempty"`
+}
+
+// RolloutPause is a pause step.
+type RolloutPause struct {
+	// Duration of the pause, e.g. 10m. Without it, the rollout waits until promoted
+	// ("kubectl dgd rollout promote").
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must not be negative"
+	Duration *metav1.Duration `json:"duration,omitempty"`
 }
 
 // DynamoGraphDeploymentSpec is a graph of services: a frontend and workers.
@@ -160,6 +198,13 @@ type RollingUpdateStatus struct {
 	// UpdatedServices lists the worker services fully on updateRevision.
 	// +optional
 	UpdatedServices []string `json:"updatedServices,omitempty"`
+	// CurrentStepIndex is the step of spec.rollout.steps the rollout to updateRevision
+	// is at; the number of steps once they are done. Absent without steps.
+	// +optional
+	CurrentStepIndex *int32 `json:"currentStepIndex,omitempty"`
+	// CurrentStepStartTime is when that step started.
+	// +optional
+	CurrentStepStartTime *metav1.Time `json:"currentStepStartTime,omitempty"`
 }
 
 // ServiceStatus is the observed state of one service.

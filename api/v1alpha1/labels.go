@@ -24,6 +24,13 @@ const (
 	EnvDynNamespacePrefix       = "DYN_NAMESPACE_PREFIX"
 )
 
+// AnnotationPromote ends steps of a stepped rollout early ("kubectl dgd rollout
+// promote"): "<revision>/<step>" ends the steps up to that one (numbered from 1, as
+// status messages number them) of the rollout to that revision number (a pause without
+// a duration waits for it), "<revision>/full" skips every remaining step. A value
+// naming another revision does nothing.
+const AnnotationPromote = "nvidia.com/rollout-promote"
+
 // AnnotationChangeCause records why a revision was made, as kubectl does.
 const AnnotationChangeCause = "kubernetes.io/change-cause"
 

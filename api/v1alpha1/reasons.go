@@ -39,8 +39,11 @@ const (
 // RolloutStep Event naming each workload it scaled, created or deleted and each object
 // it wrote; a step that only wrote objects is one ObjectsUpdated Event.
 const (
-	EventRolloutStarted           = "RolloutStarted"
-	EventRolloutStep              = "RolloutStep"
+	EventRolloutStarted = "RolloutStarted"
+	EventRolloutStep    = "RolloutStep"
+	// EventRolloutStepEnded: a step of spec.rollout.steps ended (its partition reached,
+	// its pause over, or promoted).
+	EventRolloutStepEnded         = "RolloutStepEnded"
 	EventObjectsUpdated           = "ObjectsUpdated"
 	EventRolloutCompleted         = "RolloutCompleted"
 	EventRolloutPartitioned       = "Rollout" + ReasonPartitioned

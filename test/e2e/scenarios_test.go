@@ -10,6 +10,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -70,6 +72,38 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 		Expect(Pool(d, 1)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		Expect(Pool(d, 2)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		s.update(func(d *v1alpha1.DynamoGraphDeployment) { d.Spec.Rollout.Partition = nil })
+		s.waitRolledOut(2)
+	})
+
+	It("runs a stepped canary: 75%, a timed pause, 25%, a pause until promoted", func() {
+		obj := gpus(harness.NewDGD(newNamespace(), "stepped").Disagg(4, 2, "vllm:v1").Obj())
+		p75, p25 := intstr.FromString("75%"), intstr.FromString("25%")
+		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{
+			{Partition: &p75}, {Pause: &v1alpha1.RolloutPause{Duration: &metav1.Duration{Duration: 3 * time.Second}}},
+			{Partition: &p25}, {Pause: &v1alpha1.RolloutPause{}},
+		}}
+		s := start(obj)
+		s.update(image("vllm:v2"))
+		atStep := func(i int32) func(*v1alpha1.DynamoGraphDeployment, []corev1.Pod) bool {
+			return func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+				ru := d.Status.RollingUpdate
+				return d.Status.UpdateRevisionNumber == 2 && ru != nil && ru.CurrentStepIndex != nil && *ru.CurrentStepIndex == i && allReady(pods)
+			}
+		}
+		s.until("step 2 (timed pause) at 75%", atStep(1))
+		d := s.dgd()
+		Expect(Pool(d, 1)).To(Equal(map[string]int32{"prefill": 3, "decode": 1}))
+		Expect(Pool(d, 2)).To(Equal(map[string]int32{"prefill": 1, "decode": 1}))
+		s.until("step 4 (until promoted) at 25%", atStep(3))
+		d = s.dgd()
+		Expect(Pool(d, 1)).To(Equal(map[string]int32{"prefill": 1, "decode": 1}))
+		Expect(Pool(d, 2)).To(Equal(map[string]int32{"prefill": 3, "decode": 1}))
+		Expect(d.Status.RollingUpdate.Message).To(HavePrefix("step 4 of 4: paused until promoted"))
+		held := Pool(d, 2)
+		Consistently(func() map[string]int32 { return Pool(s.dgd(), 2) }, 3*PodReadyDelay, 200*time.Millisecond).Should(Equal(held))
+		s.update(func(d *v1alpha1.DynamoGraphDeployment) {
+			metav1.SetMetaDataAnnotation(&d.ObjectMeta, v1alpha1.AnnotationPromote, "2/4")
+		})
 		s.waitRolledOut(2)
 	})
 

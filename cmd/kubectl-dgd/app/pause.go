@@ -81,22 +81,70 @@ func newPartitionCommand(c *cli) *cobra.Command {
 }
 
 func newPromoteCommand(c *cli) *cobra.Command {
-	return &cobra.Command{
-		Use:   "promote NAME",
-		Short: "Complete a partitioned or paused rollout",
+	var full bool
+	cmd := &cobra.Command{
+		Use:   "promote NAME [--full]",
+		Short: "Complete a partitioned or paused rollout, or end the current step of a stepped one",
 		Long: "Set spec.rollout.partition to 0 and spec.rollout.paused to false: the rollout moves\n" +
-			"every worker to the update revision.",
-		Example: "  kubectl dgd rollout promote vllm-disagg",
-		Args:    exactlyOneName,
+			"every worker to the update revision. With spec.rollout.steps, end the current step\n" +
+			"instead (a pause without a duration waits for this), or with --full every remaining\n" +
+			"step, through the nvidia.com/rollout-promote annotation.",
+		Example: "  kubectl dgd rollout promote vllm-disagg\n" +
+			"  kubectl dgd rollout promote vllm-disagg --full",
+		Args: exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			zero := intstr.FromInt32(0)
-			return c.patchRollout(cmd.Context(), args[0], "promoted", "already promoted",
-				func(r v1alpha1.RolloutSpec) bool {
-					return !r.Paused && (r.Partition == nil || intstr.FromString("0%") == *r.Partition || zero == *r.Partition)
-				},
-				map[string]any{"partition": zero, "paused": false})
+			s, err := c.connect()
+			if err != nil {
+				return err
+			}
+			return s.promote(cmd.Context(), c.streams.Out, args[0], full)
 		},
 	}
+	cmd.Flags().BoolVar(&full, "full", false, "With spec.rollout.steps, skip every remaining step")
+	return cmd
+}
+
+// promote completes the rollout of name: partition 0 and not paused, or, with steps,
+// the promotion of the current step (or, full, of every step) of the update revision.
+func (s *session) promote(ctx context.Context, out io.Writer, name string, full bool) error {
+	dgd, err := s.get(ctx, name)
+	if err != nil {
+		return err
+	}
+	ro := dgd.RolloutOrDefault()
+	if len(ro.Steps) == 0 {
+		zero := intstr.FromInt32(0)
+		return s.patchRollout(ctx, out, name, "promoted", "already promoted",
+			func(r v1alpha1.RolloutSpec) bool {
+				return !r.Paused && (r.Partition == nil || intstr.FromString("0%") == *r.Partition || zero == *r.Partition)
+			},
+			map[string]any{"partition": zero, "paused": false})
+	}
+	ru := dgd.Status.RollingUpdate
+	if ru == nil || ru.CurrentStepIndex == nil || dgd.Status.ObservedGeneration != dgd.Generation {
+		return fmt.Errorf("dynamographdeployment %q has no rollout step to promote yet: wait for the operator to observe generation %d", name, dgd.Generation)
+	}
+	step := int(*ru.CurrentStepIndex)
+	if step >= len(ro.Steps) && !ro.Paused {
+		_, err := fmt.Fprintf(out, "%s already promoted\n", ref(name))
+		return err
+	}
+	value, done := fmt.Sprintf("%d/%d", dgd.Status.UpdateRevisionNumber, step+1), fmt.Sprintf("promoted (step %d of %d)", step+1, len(ro.Steps))
+	if full || step >= len(ro.Steps) {
+		value, done = fmt.Sprintf("%d/full", dgd.Status.UpdateRevisionNumber), "promoted (every step)"
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationPromote: value}},
+		"spec":     map[string]any{"rollout": map[string]any{"paused": false}},
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.client.Patch(ctx, dgd, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s %s\n", ref(name), done)
+	return err
 }
 
 // parsePartition parses a partition as the CRD accepts it: a non-negative integer or a

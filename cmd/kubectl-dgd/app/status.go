@@ -181,7 +181,13 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 		return []string{partitionedLine(dgd)}, true, nil
 	}
 	var lines []string
-	if ru.Phase == v1alpha1.RolloutPaused {
+	switch {
+	case ru.Phase == v1alpha1.RolloutPaused && !dgd.RolloutOrDefault().Paused && ru.CurrentStepIndex != nil:
+		// A pause step of spec.rollout.steps: "step 2 of 3: paused until promoted: ...".
+		parts := strings.SplitN(ru.Message, ": ", 3)
+		step := strings.Join(parts[:min(2, len(parts))], ": ")
+		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s (promote with \"kubectl dgd rollout promote %s\")...\n", step, dgd.Name))
+	case ru.Phase == v1alpha1.RolloutPaused:
 		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: paused (resume with \"kubectl dgd rollout resume %s\")...\n", dgd.Name))
 	}
 	for _, name := range dgd.ServiceNames() {
