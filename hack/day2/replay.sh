@@ -77,3 +77,18 @@ run kubectl dgd rollout partition vllm-disagg 150%
 echo "## metrics"
 run "curl -s 127.0.0.1:8080/metrics | grep '^# HELP dgd_\|^# TYPE dgd_\|^dgd_'"
 run "curl -s 127.0.0.1:8080/metrics | grep 'controller_runtime_reconcile_total{controller=\"dynamographdeployment\"'"
+
+echo "## steps"
+run kubectl patch dgd vllm-disagg --type=merge -p "'{\"spec\":{\"rollout\":{\"steps\":[{\"partition\":\"75%\"},{\"pause\":{\"duration\":\"20s\"}},{\"partition\":\"25%\"},{\"pause\":{}}]}}}'"
+run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.6.0)"
+run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.currentStepIndex}'=1" --timeout=60s
+run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl get dgd vllm-disagg -o jsonpath="'{.status.rollingUpdate.message}{\"\\n\"}'"
+run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.currentStepIndex}'=3" --timeout=90s
+run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd rollout status vllm-disagg --watch=false
+run "$conditions"
+run kubectl dgd rollout promote vllm-disagg
+run kubectl dgd rollout status vllm-disagg
+run "kubectl get events --field-selector reason=RolloutStepEnded -o custom-columns=REASON:.reason,MESSAGE:.message --sort-by=.metadata.creationTimestamp"
+run kubectl dgd rollout partition vllm-disagg 50%
