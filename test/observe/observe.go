@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -250,7 +251,7 @@ func (o *Observer) check() {
 	for _, v := range dynamoview.CheckIsolation(view) {
 		o.fail("isolation: " + v)
 	}
-	o.checkFrontends(view, pods, o.gapAllowed(ctx))
+	o.checkFrontends(view, pods, slices, o.gapAllowed(ctx))
 	o.checkGangs(pods)
 	o.mu.Lock()
 	o.stats.States++
@@ -279,7 +280,7 @@ func (o *Observer) gapAllowed(ctx context.Context) bool {
 }
 
 // checkFrontends: once a frontend has discovered a ready generation, it always has one.
-func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, gapAllowed bool) {
+func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, gapAllowed bool) {
 	fes := dynamoview.Frontends(pods)
 	if len(fes) == 0 {
 		return
@@ -296,13 +297,56 @@ func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, gapAl
 		o.everReady, o.inGap = true, false
 	case o.everReady && !gapAllowed && !o.inGap:
 		o.inGap = true
-		v := fmt.Sprintf("zero-routable gap: the frontend (prefix %q, strict %v) discovers no ready generation; generations %s",
-			fes[0].Prefix, fes[0].Strict, describe(fv))
+		v := fmt.Sprintf("zero-routable gap: the frontend (prefix %q, strict %v) discovers no ready generation; generations %s; worker pods: %s; slices: %s",
+			fes[0].Prefix, fes[0].Strict, describe(fv), describePods(view, pods), describeSlices(slices))
 		if !o.seen[v] {
 			o.seen[v] = true
 			o.violations = append(o.violations, v)
 		}
 	}
+}
+
+// describePods says, for every worker pod, whether it is ready or going and why the
+// frontend does not see it: what a gap's report needs to name its cause.
+func describePods(view dynamoview.View, pods []corev1.Pod) string {
+	var out []string
+	for i := range pods {
+		p := &pods[i]
+		rt, ok := dynamoview.RuntimeOf(p)
+		if !ok || !rt.IsWorker() {
+			continue
+		}
+		why := view.Excluded(p.Namespace)[p.Name]
+		if why == "" && !view.Visible(p.Namespace, p.Name) {
+			why = "no ready endpoint and no DWM"
+		}
+		out = append(out, fmt.Sprintf("%s(uid %s, phase %s, ready %v, deleting %v, %s)", p.Name, string(p.UID)[:8], p.Status.Phase,
+			cluster.PodReady(p), p.DeletionTimestamp != nil, cmpOr(why, "visible")))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func describeSlices(slices []discoveryv1.EndpointSlice) string {
+	var out []string
+	for _, s := range slices {
+		n := 0
+		for _, e := range s.Endpoints {
+			if e.Conditions.Ready != nil && *e.Conditions.Ready {
+				n++
+			}
+		}
+		out = append(out, fmt.Sprintf("%s(%d/%d ready)", s.Name, n, len(s.Endpoints)))
+	}
+	sort.Strings(out)
+	return strings.Join(out, " ")
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }
 
 func describe(fv dynamoview.FrontendView) string {
