@@ -10,7 +10,11 @@
 //     revisions (a prefill would discover a decode of another generation), and once a
 //     frontend has discovered a ready generation it never has none (no zero-routable
 //     gap, Dynamo issue 13622), except under strategy Recreate, which stops the old
-//     revision before the new one starts;
+//     revision before the new one starts. A gap counts against the operator when it
+//     took something away: a worker pod the frontend routed to at the last ready state
+//     is gone or terminating. One where every such pod still runs is discovery lagging
+//     behind pods the operator left alone (the EndpointSlice controller rewriting a
+//     slice, a cache behind another); it is counted in Stats.LagGaps, not failed;
 //   - gang formation: for every complete LeaderWorkerSet group and Grove scaling group
 //     replica, its members, their env expanded as the kubelet would, agree on the gang's
 //     size and leader, which is the gang's own leader pod, with ranks 0..N-1 (gangs).
@@ -29,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -63,6 +68,9 @@ type Stats struct {
 	ReadyGenerations []string
 	// Published counts the DynamoWorkerMetadata objects played runtimes created.
 	Published int
+	// LagGaps counts states with no ready generation while every worker pod of the last
+	// ready state still ran: discovery behind pods, not an outage the operator made.
+	LagGaps int
 }
 
 // Observer checks a namespace at every event until stopped.
@@ -79,9 +87,12 @@ type Observer struct {
 	seen       map[string]bool
 	everReady  bool
 	inGap      bool
-	gangs      map[string]bool
-	stats      Stats
-	ready      map[string]bool
+	// routed are the worker pods (UID) the frontend could route to at the last state
+	// with a ready generation.
+	routed map[types.UID]string
+	gangs  map[string]bool
+	stats  Stats
+	ready  map[string]bool
 }
 
 // Start starts observing.
@@ -295,6 +306,13 @@ func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slice
 	switch {
 	case len(ready) > 0:
 		o.everReady, o.inGap = true, false
+		o.routed = map[types.UID]string{}
+		for _, in := range view.Instances(fes[0].PodNamespace) {
+			o.routed[types.UID(in.PodUID)] = in.PodName
+		}
+	case o.everReady && !gapAllowed && !o.inGap && !tookAway(o.routed, pods):
+		o.inGap = true
+		o.stats.LagGaps++
 	case o.everReady && !gapAllowed && !o.inGap:
 		o.inGap = true
 		v := fmt.Sprintf("zero-routable gap: the frontend (prefix %q, strict %v) discovers no ready generation; generations %s; worker pods: %s; slices: %s",
@@ -304,6 +322,22 @@ func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slice
 			o.violations = append(o.violations, v)
 		}
 	}
+}
+
+// tookAway reports whether a pod of routed is gone or terminating.
+func tookAway(routed map[types.UID]string, pods []corev1.Pod) bool {
+	alive := map[types.UID]bool{}
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil {
+			alive[pods[i].UID] = true
+		}
+	}
+	for uid := range routed {
+		if !alive[uid] {
+			return true
+		}
+	}
+	return false
 }
 
 // describePods says, for every worker pod, whether it is ready or going and why the
