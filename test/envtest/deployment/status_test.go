@@ -56,13 +56,14 @@ var _ = Describe("progress deadline", func() {
 		Expect(c).NotTo(BeNil())
 		Expect(c.Status).To(BeEquivalentTo("False"))
 		Expect(c.Reason).To(Equal("ProgressDeadlineExceeded"))
-		Expect(eventReasons(ns)).To(ContainElement("ProgressDeadlineExceeded"))
+		// Events follow the status write that decided them: wait for it, not assume it.
+		Eventually(func() []string { return eventReasons(ns) }).Should(ContainElement("ProgressDeadlineExceeded"))
 		By("the old revision kept serving: availability held while stuck")
 		Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionAvailable)).To(BeTrue())
 		By("readiness arrives: it keeps trying and completes")
 		_, err := env.Drive(ctx, ns, "stuck", -1, 20, harness.Snapshot.Completed)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(eventReasons(ns)).To(ContainElements("RolloutStarted", "RolloutStep", "RolloutCompleted"))
+		Eventually(func() []string { return eventReasons(ns) }).Should(ContainElements("RolloutStarted", "RolloutStep", "RolloutCompleted"))
 	})
 })
 
@@ -82,7 +83,7 @@ var _ = Describe("invalid spec the CRD cannot check", func() {
 		ds, err := env.Deployments(ctx, ns, "noimage")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ds).To(BeEmpty())
-		Expect(eventReasons(ns)).To(ContainElement("InvalidSpec"))
+		Eventually(func() []string { return eventReasons(ns) }).Should(ContainElement("InvalidSpec"))
 	})
 })
 

@@ -78,7 +78,7 @@ var _ = Describe("stepped rollouts (spec.rollout.steps)", func() {
 		s = steps[len(steps)-1]
 		Expect(s.Hashes()).To(Equal([]string{s.UpdateHash()}))
 		Expect(s.DGD.Status.RollingUpdate.CurrentStepIndex).To(HaveValue(Equal(int32(4))))
-		Expect(stepEvents(ns, "steps")).To(Equal([]string{
+		Eventually(func() []string { return stepEvents(ns, "steps") }).Should(Equal([]string{
 			"revision 2: step 1 of 4 reached partition 50%",
 			"revision 2: step 2 of 4 paused for 2s",
 			"revision 2: step 3 of 4 reached partition 25%",

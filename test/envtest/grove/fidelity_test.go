@@ -156,7 +156,7 @@ var _ = Describe("Grove as the operator sees it", func() {
 		update(ns, "drain", harness.Image("vllm:v2"))
 		_, err := env.Drive(ctx, ns, "drain", 1, 60, completed)
 		Expect(err).NotTo(HaveOccurred())
-		Expect(rolloutEvents(ns, "drain")).To(ContainElement(ContainSubstring("deleted PodCliqueSet drain-" + old + " (revision 1 drained)")))
+		Eventually(func() []string { return rolloutEvents(ns, "drain") }).Should(ContainElement(ContainSubstring("deleted PodCliqueSet drain-" + old + " (revision 1 drained)")))
 	})
 
 	DescribeTable("replaces a frontend's PodCliqueSet beside the old one, never below R - ⌊R/4⌋ ready frontend pods",
@@ -177,7 +177,7 @@ var _ = Describe("Grove as the operator sees it", func() {
 			Expect(last.DGD.Status.UpdateWorkerHash).To(Equal(first.UpdateHash()), "a frontend change rolls no worker")
 			Expect(last.Hashes()).To(Equal(first.Hashes()), "a frontend change rolls no worker")
 			Expect(watch.fewest("Frontend")).To(BeNumerically(">=", r-r/4))
-			Expect(rolloutEvents(ns, "fe")).To(ContainElement(ContainSubstring("deleted PodCliqueSet " + oldFE.Name + " (Frontend has")))
+			Eventually(func() []string { return rolloutEvents(ns, "fe") }).Should(ContainElement(ContainSubstring("deleted PodCliqueSet " + oldFE.Name + " (Frontend has")))
 		},
 		Entry("R = 1", int32(1)),
 		Entry("R = 3", int32(3)),
