@@ -92,22 +92,20 @@ func (f *Fake) Create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
 
 // Renumber implements Interface.
 func (f *Fake) Renumber(_ context.Context, rev *appsv1.ControllerRevision, revision int64) (*appsv1.ControllerRevision, error) {
-	if err := f.react(VerbRenumber, rev); err != nil {
-		return nil, err
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	stored, ok := f.revs[keyOf(rev)]
-	if !ok {
-		return nil, apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), rev.Name)
-	}
-	stored.Revision = revision
-	return stored.DeepCopy(), nil
+	return f.change(VerbRenumber, rev, func(stored *appsv1.ControllerRevision) { stored.Revision = revision })
 }
 
 // SetChangeCause implements Interface.
 func (f *Fake) SetChangeCause(_ context.Context, rev *appsv1.ControllerRevision, cause string) (*appsv1.ControllerRevision, error) {
-	if err := f.react(VerbSetChangeCause, rev); err != nil {
+	return f.change(VerbSetChangeCause, rev, func(stored *appsv1.ControllerRevision) {
+		metav1.SetMetaDataAnnotation(&stored.ObjectMeta, v1alpha1.AnnotationChangeCause, cause)
+	})
+}
+
+// change applies set to the stored revision of rev's key and returns a copy, or a
+// NotFound error as the API server would.
+func (f *Fake) change(verb string, rev *appsv1.ControllerRevision, set func(*appsv1.ControllerRevision)) (*appsv1.ControllerRevision, error) {
+	if err := f.react(verb, rev); err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
@@ -116,7 +114,7 @@ func (f *Fake) SetChangeCause(_ context.Context, rev *appsv1.ControllerRevision,
 	if !ok {
 		return nil, apierrors.NewNotFound(appsv1.Resource("controllerrevisions"), rev.Name)
 	}
-	metav1.SetMetaDataAnnotation(&stored.ObjectMeta, v1alpha1.AnnotationChangeCause, cause)
+	set(stored)
 	return stored.DeepCopy(), nil
 }
 

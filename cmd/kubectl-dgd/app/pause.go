@@ -114,11 +114,11 @@ func (s *session) promote(ctx context.Context, out io.Writer, name string, full 
 	ro := dgd.RolloutOrDefault()
 	if len(ro.Steps) == 0 {
 		zero := intstr.FromInt32(0)
-		return s.patchRollout(ctx, out, name, "promoted", "already promoted",
-			func(r v1alpha1.RolloutSpec) bool {
-				return !r.Paused && (r.Partition == nil || intstr.FromString("0%") == *r.Partition || zero == *r.Partition)
-			},
-			map[string]any{"partition": zero, "paused": false})
+		if !ro.Paused && (ro.Partition == nil || intstr.FromString("0%") == *ro.Partition || zero == *ro.Partition) {
+			_, err := fmt.Fprintf(out, "%s already promoted\n", ref(name))
+			return err
+		}
+		return s.mergePatch(ctx, out, dgd, map[string]any{"spec": map[string]any{"rollout": map[string]any{"partition": zero, "paused": false}}}, "promoted")
 	}
 	ru := dgd.Status.RollingUpdate
 	if ru == nil || ru.CurrentStepIndex == nil || dgd.Status.ObservedGeneration != dgd.Generation {
@@ -133,18 +133,10 @@ func (s *session) promote(ctx context.Context, out io.Writer, name string, full 
 	if full || step >= len(ro.Steps) {
 		value, done = fmt.Sprintf("%d/full", dgd.Status.UpdateRevisionNumber), "promoted (every step)"
 	}
-	patch, err := json.Marshal(map[string]any{
+	return s.mergePatch(ctx, out, dgd, map[string]any{
 		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationPromote: value}},
 		"spec":     map[string]any{"rollout": map[string]any{"paused": false}},
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.client.Patch(ctx, dgd, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		return err
-	}
-	_, err = fmt.Fprintf(out, "%s %s\n", ref(name), done)
-	return err
+	}, done)
 }
 
 // parsePartition parses a partition as the CRD accepts it: a non-negative integer or a
@@ -178,13 +170,18 @@ func (s *session) patchRollout(ctx context.Context, out io.Writer, name, done, a
 		_, err := fmt.Fprintf(out, "%s %s\n", ref(name), already)
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"rollout": fields}})
+	return s.mergePatch(ctx, out, dgd, map[string]any{"spec": map[string]any{"rollout": fields}}, done)
+}
+
+// mergePatch sends body as a merge patch of dgd and prints "<ref> done".
+func (s *session) mergePatch(ctx context.Context, out io.Writer, dgd *v1alpha1.DynamoGraphDeployment, body map[string]any, done string) error {
+	patch, err := json.Marshal(body)
 	if err != nil {
 		return err
 	}
 	if err := s.client.Patch(ctx, dgd, client.RawPatch(types.MergePatchType, patch)); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(out, "%s %s\n", ref(name), done)
+	_, err = fmt.Fprintf(out, "%s %s\n", ref(dgd.Name), done)
 	return err
 }
