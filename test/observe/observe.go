@@ -21,6 +21,7 @@
 package observe
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
@@ -355,7 +356,7 @@ func describePods(view dynamoview.View, pods []corev1.Pod) string {
 			why = "no ready endpoint and no DWM"
 		}
 		out = append(out, fmt.Sprintf("%s(uid %s, phase %s, ready %v, deleting %v, %s)", p.Name, string(p.UID)[:8], p.Status.Phase,
-			cluster.PodReady(p), p.DeletionTimestamp != nil, cmpOr(why, "visible")))
+			cluster.PodReady(p), p.DeletionTimestamp != nil, cmp.Or(why, "visible")))
 	}
 	sort.Strings(out)
 	return strings.Join(out, " ")
@@ -374,13 +375,6 @@ func describeSlices(slices []discoveryv1.EndpointSlice) string {
 	}
 	sort.Strings(out)
 	return strings.Join(out, " ")
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 func describe(fv dynamoview.FrontendView) string {
