@@ -33,6 +33,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
@@ -48,6 +49,9 @@ type Reconciler struct {
 	History   revisions.Interface
 	// Platform is the cluster's Dynamo platform pods are rendered for.
 	Platform render.Config
+	// Analysis runs the queries of analysis steps (nil: no Prometheus, every query
+	// errs and an analysis is inconclusive).
+	Analysis analysis.Querier
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// Middleware, when set, wraps the reconciler the controller runs: tests trace
@@ -87,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.statusRV.Delete(req.NamespacedName)
 		return ctrl.Result{}, nil // owner references garbage-collect every workload and revision
 	}
-	p := &pass{r: r, dgd: &dgd, old: dgd.Status.DeepCopy(), now: r.now()}
+	p := &pass{r: r, dgd: &dgd, goalDGD: &dgd, old: dgd.Status.DeepCopy(), now: r.now()}
 	err := p.sync(ctx)
 	var invalid *invalidSpecError
 	if errors.As(err, &invalid) {

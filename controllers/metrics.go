@@ -60,14 +60,22 @@ var StaleReads = prometheus.NewCounter(prometheus.CounterOpts{
 	Help: "Passes whose cached DynamoGraphDeployment predated the operator's last status write, read from the API server instead.",
 })
 
+// AnalysisMeasurements counts the measurements of analysis steps per DGD and outcome
+// (Successful, Failed, Inconclusive, Error), as
+// dgd_analysis_measurements_total{namespace, name, phase}.
+var AnalysisMeasurements = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "dgd_analysis_measurements_total",
+	Help: "Measurements (Prometheus queries) of the analysis steps of a DynamoGraphDeployment's rollouts, by outcome.",
+}, []string{"namespace", "name", "phase"})
+
 // rolloutPhases are the values of the phase label of dgd_rollout_phase.
 var rolloutPhases = []v1alpha1.RolloutPhase{
 	v1alpha1.RolloutPending, v1alpha1.RolloutInProgress, v1alpha1.RolloutPaused,
-	v1alpha1.RolloutCompleted, v1alpha1.RolloutFailed,
+	v1alpha1.RolloutCompleted, v1alpha1.RolloutFailed, v1alpha1.RolloutAborted,
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutDuration, RevisionsKept, ReconcileErrors, StaleReads)
+	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutDuration, RevisionsKept, ReconcileErrors, StaleReads, AnalysisMeasurements)
 }
 
 // ObservePhase sets dgd_rollout_phase of DGD namespace/name: 1 for phase, 0 for every
@@ -108,13 +116,13 @@ func ObserveStatus(namespace, name string, old, cur *v1alpha1.DynamoGraphDeploym
 	}
 	ObservePhase(namespace, name, string(ru.Phase))
 	wasDone := old != nil && old.RollingUpdate != nil && old.RollingUpdate.EndTime != nil
-	if ru.EndTime != nil && ru.StartTime != nil && !wasDone {
+	if ru.Phase == v1alpha1.RolloutCompleted && ru.EndTime != nil && ru.StartTime != nil && !wasDone {
 		ObserveRolloutDuration(ru.EndTime.Sub(ru.StartTime.Time).Seconds())
 	}
 }
 
 // ForgetDGD deletes every per-DGD series of DGD namespace/name (steps, phase, revisions
-// kept, reconcile errors), so a deleted DGD stops being reported. The duration
+// kept, reconcile errors, analysis measurements), so a deleted DGD stops being reported. The duration
 // histogram has no per-DGD series.
 func ForgetDGD(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
@@ -122,4 +130,5 @@ func ForgetDGD(namespace, name string) {
 	RolloutPhase.DeletePartialMatch(labels)
 	RevisionsKept.DeletePartialMatch(labels)
 	ReconcileErrors.DeletePartialMatch(labels)
+	AnalysisMeasurements.DeletePartialMatch(labels)
 }

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/controllers/planner"
 )
 
@@ -32,8 +33,11 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	}
 	ru.UpdatedServices = p.updatedServices()
 	phase, reason, msg := p.phaseOf()
-	if h := p.hold; h != nil && h.Message != "" && phase != v1alpha1.RolloutCompleted {
+	if h := p.hold; h != nil && h.Message != "" && phase != v1alpha1.RolloutCompleted && phase != v1alpha1.RolloutAborted {
 		msg = h.Message + ": " + msg // which step holds, and why
+		if r := p.analysisHold(); r != "" && phase == v1alpha1.RolloutPaused {
+			reason = r
+		}
 	}
 	if phase == v1alpha1.RolloutInProgress && len(p.wrote) == 0 && !p.updateStarted() {
 		// Detected, nothing moved yet (a Recreate waiting for the old pods, a create
@@ -60,28 +64,70 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 			p.requeueIn(left + time.Second)
 		}
 	}
-	if phase == v1alpha1.RolloutCompleted && ru.EndTime == nil {
-		ru.EndTime = ptrTime(p.now)
-	}
-	if phase != v1alpha1.RolloutCompleted {
+	// EndTime: when every worker reached the goal (the update revision, or the stable
+	// one of an aborted rollout).
+	if p.after.Done && (phase == v1alpha1.RolloutCompleted || phase == v1alpha1.RolloutAborted) {
+		if ru.EndTime == nil && phase == v1alpha1.RolloutAborted {
+			p.event("Normal", v1alpha1.EventRolloutAbortCompleted, msg)
+		}
+		if ru.EndTime == nil {
+			ru.EndTime = ptrTime(p.now)
+		}
+	} else {
 		ru.EndTime = nil
 	}
 	if prev == nil || prev.Phase != phase || prev.Reason != reason {
 		p.eventForPhase(phase, reason, msg)
 	}
 	ru.CurrentStepIndex, ru.CurrentStepStartTime = nil, nil
-	if h := p.hold; h != nil {
+	switch h := p.hold; {
+	case h != nil:
 		i := int32(h.State.Index)
 		ru.CurrentStepIndex, ru.CurrentStepStartTime = &i, ptrTime(h.State.Start)
+	case p.abort != nil && p.sameRollout(): // aborted: the steps stay where they stopped
+		ru.CurrentStepIndex, ru.CurrentStepStartTime = p.old.RollingUpdate.CurrentStepIndex, p.old.RollingUpdate.CurrentStepStartTime
+	}
+	ru.Analyses = p.analyses
+	if p.hold == nil && p.abort != nil && p.sameRollout() { // aborted before this pass: as they stopped
+		ru.Analyses = p.old.RollingUpdate.Analyses
+	}
+	ru.Attempt, ru.Abort = p.attempt, p.abort
+	if len(p.dgd.RolloutOrDefault().Steps) == 0 && p.attempt == 1 && p.abort == nil {
+		ru.Attempt = 0 // nothing to number: a rollout without steps that was never aborted
 	}
 	ru.Phase, ru.Reason, ru.Message = phase, reason, msg
 	st.RollingUpdate = ru
+}
+
+// analysisHold is the reason of a hold at an analysis step (AnalysisRunning or
+// AnalysisInconclusive), or "".
+func (p *pass) analysisHold() string {
+	h := p.hold
+	if h == nil || len(h.Analyses) == 0 {
+		return ""
+	}
+	j := h.Analyses[len(h.Analyses)-1]
+	switch {
+	case j.Step != h.State.Index || j.Promoted:
+		return ""
+	case j.Phase == analysis.Inconclusive:
+		return v1alpha1.ReasonAnalysisInconclusive
+	case j.Phase == analysis.Running:
+		return v1alpha1.ReasonAnalysisRunning
+	}
+	return ""
 }
 
 // phaseOf maps the planner's view of the state this pass leaves behind to a rollout
 // phase, reason and message.
 func (p *pass) phaseOf() (v1alpha1.RolloutPhase, string, string) {
 	a := p.after
+	if p.abort != nil {
+		if a.Done {
+			return v1alpha1.RolloutAborted, p.abort.Reason, fmt.Sprintf("%s; every worker is back on revision %d", p.abort.Message, p.goal.Revision)
+		}
+		return v1alpha1.RolloutAborted, p.abort.Reason, fmt.Sprintf("%s; returning every worker to revision %d: %s", p.abort.Message, p.goal.Revision, a.Reason)
+	}
 	switch {
 	case a.Done:
 		return v1alpha1.RolloutCompleted, v1alpha1.ReasonRolloutCompleted, fmt.Sprintf("every worker is on revision %d", p.revs.Update.Revision)

@@ -34,14 +34,17 @@ func (p *pass) inputFrom(workloads []observed) planner.Input {
 			Paused:    ro.Paused,
 			Partition: toIntOrPercent(ro.Partition),
 		},
-		UpdateRevision: p.revs.Update.Revision,
+		UpdateRevision: p.revisionOf(p.goalHash()),
 	}
-	if p.hold != nil { // spec.rollout.steps: the step's hold (the spec's partition is unset)
+	switch {
+	case p.abort != nil: // back to the stable revision: no partition or step holds it
+		in.Spec.Partition = nil
+	case p.hold != nil: // spec.rollout.steps: the step's hold (the spec's partition is unset)
 		in.Spec.Partition, in.Spec.Paused = p.hold.Partition, ro.Paused || p.hold.Paused
 	}
 	seen := map[string]bool{}
-	for _, name := range p.dgd.WorkerServiceNames() {
-		svc := p.dgd.Spec.Services[name]
+	for _, name := range p.goalDGD.WorkerServiceNames() {
+		svc := p.goalDGD.Spec.Services[name]
 		in.Spec.Services = append(in.Spec.Services, planner.ServiceSpec{
 			Name:           name,
 			Role:           svc.Role(),
@@ -92,7 +95,7 @@ func (p *pass) workers() []observed {
 func (p *pass) byRole(ws []observed, grow bool) []observed {
 	rank := func(service string) int {
 		role := v1alpha1.ComponentTypeWorker
-		if svc := p.dgd.Spec.Services[service]; svc != nil {
+		if svc := p.goalDGD.Spec.Services[service]; svc != nil {
 			role = svc.Role()
 		}
 		r := map[string]int{v1alpha1.ComponentTypeDecode: 0, v1alpha1.ComponentTypeWorker: 1, v1alpha1.ComponentTypePrefill: 2}[role]
@@ -108,8 +111,11 @@ func (p *pass) byRole(ws []observed, grow bool) []observed {
 // revisionOf is the ControllerRevision number of a worker hash; a workload whose
 // revision was deleted counts as the oldest (0), so it drains last-but-safely.
 func (p *pass) revisionOf(hash string) int64 {
-	if hash == p.updateHash() {
+	switch {
+	case hash == p.updateHash():
 		return p.revs.Update.Revision
+	case p.goal != nil && hash == p.goalHash():
+		return p.goal.Revision
 	}
 	return p.revNumber[hash]
 }
@@ -156,7 +162,7 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 // drainedGroups lists the objects (by groupOf) of the old revisions whose every live
 // workload the plan takes to zero.
 func (p *pass) drainedGroups() map[string]bool {
-	update := p.updateHash()
+	update := p.goalHash()
 	drained := map[string]bool{} // worker hash -> every live workload at zero
 	for _, w := range p.workers() {
 		if w.Terminating {
@@ -197,13 +203,13 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 	pools := map[backends.Backend]*backends.Pool{}
 	var order []backends.Backend
 	for _, name := range p.workerNamesByRole() {
-		key := backends.Key{Service: name, Hash: p.updateHash()}
+		key := backends.Key{Service: name, Hash: p.goalHash()}
 		b := p.backendOf[name]
 		t := p.target(key, 0)
 		if _, ok := existing[key]; (ok || t == 0) && !backends.HoldsPools(b) {
 			continue
 		}
-		if backends.HoldsPools(b) && p.dgd.Spec.Services[name].DesiredReplicas() == 0 {
+		if backends.HoldsPools(b) && p.goalDGD.Spec.Services[name].DesiredReplicas() == 0 {
 			continue // no clique for a worker at zero (its revision hash says so: revisions.WorkerTemplate.Zero)
 		}
 		if pools[b] == nil {
@@ -211,7 +217,7 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 			order = append(order, b)
 		}
 		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
-			Key: key, Spec: p.dgd.Spec.Services[name], Replicas: t})
+			Key: key, Spec: p.goalDGD.Spec.Services[name], Replicas: t})
 	}
 	sort.SliceStable(order, func(i, j int) bool { return order[i].Kind() < order[j].Kind() })
 	for _, b := range order {
@@ -231,7 +237,7 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 		if !p.mayCreate(b, *pools[b], existing) {
 			continue
 		}
-		if err := b.Ensure(ctx, p.dgd, *pools[b]); err != nil {
+		if err := b.Ensure(ctx, p.goalDGD, *pools[b]); err != nil {
 			return err
 		}
 	}
@@ -262,7 +268,7 @@ func (p *pass) mayCreate(b backends.Backend, pool backends.Pool, existing map[ba
 // which a new revision's workloads are created (see byRole).
 func (p *pass) workerNamesByRole() []string {
 	var ws []observed
-	for _, name := range p.dgd.WorkerServiceNames() {
+	for _, name := range p.goalDGD.WorkerServiceNames() {
 		ws = append(ws, observed{Workload: backends.Workload{Key: backends.Key{Service: name}}})
 	}
 	var out []string

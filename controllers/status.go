@@ -129,6 +129,8 @@ func (p *pass) fillRevisions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	st.UpdateRevisionNumber = p.revs.Update.Revision
 	st.CollisionCount = &p.revs.CollisionCount
 	switch {
+	case p.abort != nil: // every worker is on, or returns to, the stable revision
+		st.CurrentRevision = p.goal.Name
 	case p.after.Done:
 		st.CurrentRevision = p.revs.Update.Name
 	case p.revs.Current != nil:
@@ -150,7 +152,7 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	}
 	ru := st.RollingUpdate
 	switch ru.Phase {
-	case v1alpha1.RolloutFailed:
+	case v1alpha1.RolloutFailed, v1alpha1.RolloutAborted:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionFalse, ru.Reason, ru.Message)
 	case v1alpha1.RolloutPaused:
 		set(v1alpha1.ConditionProgressing, metav1.ConditionUnknown, ru.Reason, ru.Message)
@@ -162,6 +164,8 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	held := ru.Phase == v1alpha1.RolloutPaused // partitioned or paused on purpose
 	running, updated := p.allReady(st, false), p.allReady(st, true)
 	switch {
+	case ru.Phase == v1alpha1.RolloutAborted:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ru.Reason, fmt.Sprintf("%s replicas ready; rollout aborted: %s", st.Ready, ru.Message))
 	case ru.Phase == v1alpha1.RolloutCompleted && updated:
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllReplicasReady, "every service has all its replicas ready on the update revision")
 	case held && running:
@@ -180,6 +184,16 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	switch {
 	case ru.Phase == v1alpha1.RolloutFailed:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ru.Reason, ru.Message)
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, ru.Reason, ru.Message)
+		return
+	case ru.Phase == v1alpha1.RolloutAborted:
+		// Stalled: the spec's revision will not roll out without a spec change or a
+		// retry; Reconciling while the workers still move back.
+		if p.after.Done && running {
+			set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ru.Reason, ru.Message)
+		} else {
+			set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonRollingUpdate, ru.Message)
+		}
 		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, ru.Reason, ru.Message)
 		return
 	case ru.Phase == v1alpha1.RolloutInProgress || ru.Phase == v1alpha1.RolloutPending:

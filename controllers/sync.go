@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -54,6 +55,18 @@ type pass struct {
 	after           planner.Plan    // the planner's view of result: the phase the status reports
 	// hold is the step machine's decision with spec.rollout.steps (runSteps), nil without.
 	hold *steps.Output
+	// analyses are status.rollingUpdate.analyses as runSteps leaves them.
+	analyses []v1alpha1.AnalysisStatus
+	// attempt, abort and retried: the try of this rollout, why it was aborted (nil: it
+	// was not), and whether this pass retried it (resolveAbort, startAbort).
+	attempt int32
+	abort   *v1alpha1.AbortStatus
+	retried bool
+	// goal is the revision this pass moves the workers to: the update revision, or the
+	// stable one once aborted; goalDGD is the DGD its worker services render from
+	// (setGoal).
+	goal    *appsv1.ControllerRevision
+	goalDGD *v1alpha1.DynamoGraphDeployment
 }
 
 // observed is a workload with the backend that manages it and its live pod count.
@@ -100,7 +113,14 @@ func (p *pass) sync(ctx context.Context) error {
 	if err := p.syncStable(ctx); err != nil {
 		return err
 	}
-	if err := p.runSteps(); err != nil {
+	p.resolveAbort()
+	if err := p.setGoal(); err != nil {
+		return err
+	}
+	if err := p.runSteps(ctx); err != nil {
+		return err
+	}
+	if err := p.setGoal(); err != nil { // an analysis that failed aborts the rollout
 		return err
 	}
 	if err := p.rollout(ctx); err != nil {
@@ -413,7 +433,7 @@ func groupOf(w observed) string {
 // workload at zero replicas, reporting none, and no pod left (terminating ones
 // included: a workload's own status stops counting a pod as soon as it terminates).
 func (p *pass) cleanup(ctx context.Context) error {
-	update := p.updateHash()
+	update := p.goalHash()
 	drained := map[string]bool{}
 	for _, w := range p.workloads {
 		if w.Hash == "" || w.Hash == update {

@@ -82,9 +82,10 @@ type RolloutSpec struct {
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
 }
 
-// RolloutStep is one step of a stepped rollout: exactly one of partition and pause.
+// RolloutStep is one step of a stepped rollout: exactly one of partition, pause and
+// analysis.
 //
-// +kubebuilder:validation:XValidation:rule="has(self.partition) != has(self.pause)",message="a step sets exactly one of partition and pause"
+// +kubebuilder:validation:XValidation:rule="(has(self.partition) ? 1 : 0) + (has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",message="a step sets exactly one of partition, pause and analysis"
 type RolloutStep struct {
 	// Partition moves the rollout until that much of every worker service is left on the
 	// old revision (as spec.rollout.partition) and holds there until the step ends: as
@@ -98,6 +99,90 @@ type RolloutStep struct {
 	// Pause holds the rollout at the split the previous steps reached.
 	// +optional
 	Pause *RolloutPause `json:"pause,omitempty"`
+	// Analysis holds the rollout at the split the previous steps reached while it
+	// measures metrics in Prometheus: the step ends when every metric has passed; a
+	// failed metric aborts the rollout (every worker returns to the stable revision);
+	// an inconclusive one holds the rollout until it is promoted or aborted.
+	// +optional
+	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
+}
+
+// RolloutAnalysis is an analysis step: metrics measured together, in the Prometheus
+// the operator is configured with (--prometheus-url).
+type RolloutAnalysis struct {
+	// Metrics to measure. Each is measured count times, interval apart; the step passes
+	// once every metric has passed.
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="an analysis needs at least one metric"
+	Metrics []AnalysisMetric `json:"metrics"`
+}
+
+// AnalysisMetric is one PromQL query and how to judge its result.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.successCondition) || has(self.failureCondition)",message="a metric needs a successCondition or a failureCondition"
+type AnalysisMetric struct {
+	// Name of the metric, unique within its step.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	Name string `json:"name"`
+	// Query is a PromQL query returning one value (a scalar or a vector of one
+	// sample), written as a Go template over the revisions being compared:
+	// {{.Canary.Namespace}} and {{.Stable.Namespace}} (the effective Dynamo namespaces
+	// of the update and stable revisions, as Dynamo's engine metrics label them),
+	// {{.Canary.MetricsNamespace}} and {{.Stable.MetricsNamespace}} (the same as the
+	// Dynamo runtime's dynamo_component_* metrics label them: every character other
+	// than a letter, digit or '_' made '_'), {{.Canary.Hash}}, {{.Canary.Revision}},
+	// {{index .Canary.Workloads "decode"}} (workload names by service), and
+	// {{.Namespace}} and {{.Name}} (the DGD's). The operator rejects a query that is
+	// not a valid template (reason InvalidSpec).
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=4096
+	Query string `json:"query"`
+	// SuccessCondition is a CEL expression over result (a double, the query's value),
+	// e.g. "result < 0.05". A measurement for which it is false fails, unless a
+	// failureCondition is also set: then it is inconclusive when neither holds.
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	SuccessCondition string `json:"successCondition,omitempty"`
+	// FailureCondition is a CEL expression over result; a measurement for which it is
+	// true fails (whatever successCondition says).
+	// +optional
+	// +kubebuilder:validation:MaxLength=1024
+	FailureCondition string `json:"failureCondition,omitempty"`
+	// Interval between two measurements. Default 30s.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('1s')",message="must be at least 1s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+	// InitialDelay before the first measurement (from the start of the step). Default 0.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('0s')",message="must not be negative"
+	InitialDelay *metav1.Duration `json:"initialDelay,omitempty"`
+	// Count is how many measurements (successful, failed or inconclusive; a query
+	// that errs is retried and not counted) the metric takes. Default 1.
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Count *int32 `json:"count,omitempty"`
+	// FailureLimit is how many failed measurements the metric tolerates: one more fails
+	// it, and the rollout is aborted. Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	FailureLimit *int32 `json:"failureLimit,omitempty"`
+	// InconclusiveLimit is how many inconclusive measurements the metric tolerates: one
+	// more makes it inconclusive, and the rollout holds until promoted or aborted.
+	// Default 0.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	InconclusiveLimit *int32 `json:"inconclusiveLimit,omitempty"`
+	// ConsecutiveErrorLimit is how many queries in a row may err (Prometheus
+	// unreachable, a bad query, no data, more than one series): one more makes the
+	// metric inconclusive (never passed, never aborted: a person decides). Default 4.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ConsecutiveErrorLimit *int32 `json:"consecutiveErrorLimit,omitempty"`
 }
 
 // RolloutPause is a pause step.
@@ -150,7 +235,7 @@ type DynamoGraphDeploymentSpec struct {
 }
 
 // RolloutPhase is where a worker rollout stands.
-// +kubebuilder:validation:Enum=Pending;InProgress;Paused;Completed;Failed
+// +kubebuilder:validation:Enum=Pending;InProgress;Paused;Completed;Failed;Aborted
 type RolloutPhase string
 
 // Phases.
@@ -160,6 +245,10 @@ const (
 	RolloutPaused     RolloutPhase = "Paused"
 	RolloutCompleted  RolloutPhase = "Completed"
 	RolloutFailed     RolloutPhase = "Failed"
+	// RolloutAborted: the rollout to updateRevision was aborted (a failed analysis, or
+	// "kubectl dgd rollout abort"); every worker returns to, or is back on, the stable
+	// revision (currentRevision). A new worker revision or a retry starts again.
+	RolloutAborted RolloutPhase = "Aborted"
 )
 
 // Condition types.
@@ -177,7 +266,7 @@ const (
 
 // RollingUpdateStatus describes the current (or last) worker rollout.
 type RollingUpdateStatus struct {
-	// Phase is Pending, InProgress, Paused, Completed or Failed.
+	// Phase is Pending, InProgress, Paused, Completed, Failed or Aborted.
 	// +optional
 	Phase RolloutPhase `json:"phase,omitempty"`
 	// Reason is a CamelCase reason for the phase, e.g. Partitioned or ProgressDeadlineExceeded.
@@ -205,6 +294,117 @@ type RollingUpdateStatus struct {
 	// CurrentStepStartTime is when that step started.
 	// +optional
 	CurrentStepStartTime *metav1.Time `json:"currentStepStartTime,omitempty"`
+	// Attempt counts the tries of this rollout: 1, and one more after each retry of an
+	// abort. The abort and retry annotations name the attempt they act on.
+	// +optional
+	Attempt int32 `json:"attempt,omitempty"`
+	// Analyses are the analysis steps this attempt has run or runs, oldest first, with
+	// their measurements.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Analyses []AnalysisStatus `json:"analyses,omitempty"`
+	// Abort says why the rollout to updateRevision was aborted; absent unless it was.
+	// +optional
+	Abort *AbortStatus `json:"abort,omitempty"`
+}
+
+// AnalysisPhase is the state of an analysis step or of one of its metrics.
+// +kubebuilder:validation:Enum=Running;Successful;Failed;Inconclusive
+type AnalysisPhase string
+
+// Analysis phases.
+const (
+	AnalysisRunning      AnalysisPhase = "Running"
+	AnalysisSuccessful   AnalysisPhase = "Successful"
+	AnalysisFailed       AnalysisPhase = "Failed"
+	AnalysisInconclusive AnalysisPhase = "Inconclusive"
+)
+
+// MeasurementPhase is the outcome of one measurement.
+// +kubebuilder:validation:Enum=Successful;Failed;Inconclusive;Error
+type MeasurementPhase string
+
+// Measurement phases.
+const (
+	MeasurementSuccessful   MeasurementPhase = "Successful"
+	MeasurementFailed       MeasurementPhase = "Failed"
+	MeasurementInconclusive MeasurementPhase = "Inconclusive"
+	// MeasurementError: the query failed or returned no single value; retried, not
+	// counted.
+	MeasurementError MeasurementPhase = "Error"
+)
+
+// AnalysisStatus is one analysis step's run.
+type AnalysisStatus struct {
+	// Step is the index of the step in spec.rollout.steps.
+	Step int32 `json:"step"`
+	// Phase is Running, Successful, Failed or Inconclusive.
+	Phase AnalysisPhase `json:"phase"`
+	// Message says why, for a finished run.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// StartTime is when the step started.
+	// +optional
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// Metrics, in the order of the step.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Metrics []MetricStatus `json:"metrics,omitempty"`
+}
+
+// MetricStatus is one metric of an analysis run: its tallies and latest measurements.
+type MetricStatus struct {
+	// Name of the metric.
+	Name string `json:"name"`
+	// Phase is Running, Successful, Failed or Inconclusive.
+	Phase AnalysisPhase `json:"phase"`
+	// Message says why, for a finished metric.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Successful, Failed, Inconclusive and Error count the measurements taken so far.
+	// +optional
+	Successful int32 `json:"successful,omitempty"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
+	// +optional
+	Inconclusive int32 `json:"inconclusive,omitempty"`
+	// +optional
+	Error int32 `json:"error,omitempty"`
+	// ConsecutiveError counts the errors since the last measurement that did not err.
+	// +optional
+	ConsecutiveError int32 `json:"consecutiveError,omitempty"`
+	// Measurements are the latest measurements (at most 10), oldest first.
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	Measurements []Measurement `json:"measurements,omitempty"`
+}
+
+// Measurement is one query of a metric and its verdict.
+type Measurement struct {
+	// Phase is Successful, Failed, Inconclusive or Error.
+	Phase MeasurementPhase `json:"phase"`
+	// Value is the query's value, as Prometheus formats it.
+	// +optional
+	Value string `json:"value,omitempty"`
+	// Message says why an Error or Inconclusive measurement is one.
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Time is when the query ran.
+	Time metav1.MicroTime `json:"time"`
+}
+
+// AbortStatus records an aborted rollout.
+type AbortStatus struct {
+	// Reason is AnalysisFailed (a metric failed) or RolloutAborted (kubectl dgd
+	// rollout abort).
+	Reason string `json:"reason"`
+	// Message names the failing metric and its value, or who aborted.
+	Message string `json:"message"`
+	// Time is when the rollout was aborted.
+	Time metav1.Time `json:"time"`
+	// StableRevision is the revision every worker returns to.
+	// +optional
+	StableRevision string `json:"stableRevision,omitempty"`
 }
 
 // ServiceStatus is the observed state of one service.

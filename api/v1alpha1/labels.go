@@ -31,6 +31,18 @@ const (
 // naming another revision does nothing.
 const AnnotationPromote = "nvidia.com/rollout-promote"
 
+// AnnotationAbort aborts the rollout to a revision ("kubectl dgd rollout abort"):
+// "<revision>/<attempt>" (status.updateRevisionNumber and
+// status.rollingUpdate.attempt) returns every worker to the stable revision. A value
+// naming another revision or attempt does nothing, so it never reaches a later rollout
+// or a retried one.
+const AnnotationAbort = "nvidia.com/rollout-abort"
+
+// AnnotationRetry starts an aborted rollout again from its first step ("kubectl dgd
+// rollout retry"): "<revision>/<attempt>" names the aborted attempt; the next attempt
+// starts. A value naming another revision or attempt does nothing.
+const AnnotationRetry = "nvidia.com/rollout-retry"
+
 // AnnotationChangeCause records why a revision was made, as kubectl does.
 const AnnotationChangeCause = "kubernetes.io/change-cause"
 

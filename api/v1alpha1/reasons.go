@@ -16,6 +16,18 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// ReasonInvalidSpec: a spec no retry can fix (Ready False).
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonAnalysisRunning: an analysis step measures its metrics (phase Paused).
+	ReasonAnalysisRunning = "AnalysisRunning"
+	// ReasonAnalysisInconclusive: an analysis step could not decide (inconclusive
+	// measurements, or queries that kept failing); the rollout holds until promoted or
+	// aborted (phase Paused).
+	ReasonAnalysisInconclusive = "AnalysisInconclusive"
+	// ReasonAnalysisFailed: a metric of an analysis step failed and the rollout was
+	// aborted (phase Aborted).
+	ReasonAnalysisFailed = "AnalysisFailed"
+	// ReasonRolloutAborted: "kubectl dgd rollout abort" aborted the rollout (phase
+	// Aborted).
+	ReasonRolloutAborted = "RolloutAborted"
 
 	// Progressing condition.
 	ReasonRolloutInProgress    = "RolloutInProgress"
@@ -54,4 +66,21 @@ const (
 	// EventPodsUnschedulable (Warning): a service's pods the scheduler cannot place,
 	// with its reason (status.services[].message says the same).
 	EventPodsUnschedulable = "PodsUnschedulable"
+	// EventAnalysisSucceeded: an analysis step passed (every metric and its values).
+	EventAnalysisSucceeded = "AnalysisSucceeded"
+	// EventAnalysisInconclusive (Warning): an analysis step could not decide; the
+	// rollout holds until promoted or aborted.
+	EventAnalysisInconclusive = ReasonAnalysisInconclusive
+	// EventAnalysisFailed (Warning): a metric failed (its name, value and condition);
+	// the rollout is aborted.
+	EventAnalysisFailed = ReasonAnalysisFailed
+	// EventRolloutAborted (Warning): the rollout was aborted by a person.
+	EventRolloutAborted = ReasonRolloutAborted
+	// EventRolloutAbortCompleted: every worker is back on the stable revision.
+	EventRolloutAbortCompleted = "RolloutAbortCompleted"
+	// EventRolloutRetried: a retry started the aborted rollout again from its first step.
+	EventRolloutRetried = "RolloutRetried"
+	// EventRolloutStepsSkipped: the spec went back to the stable revision's workers (an
+	// undo during a canary): they return at once, without the steps.
+	EventRolloutStepsSkipped = "RolloutStepsSkipped"
 )

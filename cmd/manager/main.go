@@ -32,13 +32,15 @@ func main() {
 	app.PlatformFlags(flag.CommandLine, &platform)
 	var tuning app.Tuning
 	app.TuningFlags(flag.CommandLine, &tuning)
+	var prometheusURL string
+	app.AnalysisFlags(flag.CommandLine, &prometheusURL)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 
 	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
-	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning}); err != nil {
+	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning, PrometheusURL: prometheusURL}); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
@@ -64,7 +66,7 @@ func run(metricsAddr, probeAddr string, le leaderElection, o app.Options) error 
 		// main exits as soon as Start returns, so the Lease can be released on SIGTERM
 		// and a follower takes over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
-	}, Platform: o.Platform, Tuning: o.Tuning})
+	}, Platform: o.Platform, Tuning: o.Tuning, PrometheusURL: o.PrometheusURL})
 	if err != nil {
 		return err
 	}

@@ -1,25 +1,40 @@
 // Package steps is the step machine of a stepped rollout (spec.rollout.steps): a pure
 // function of the steps, where the rollout is in them, the clock, what the user
-// promoted, and the planner's view of a hold. It decides which partition and pause the
-// planner holds this pass; the planner still decides every replica count, so each step
-// keeps the invariants of any rollout.
+// promoted, the planner's view of a hold and the measurements of an analysis step. It
+// decides which partition and pause the planner holds this pass, which metrics are due
+// for a measurement, and whether an analysis aborts the rollout; the planner still
+// decides every replica count, so each step keeps the invariants of any rollout.
+//
+// An analysis step holds like a pause (at the split the earlier steps reached) while
+// its metrics are measured (package analysis judges them): it ends when every metric
+// has passed, holds until promoted when one is inconclusive, and asks for an abort when
+// one has failed. The caller takes the measurements Output.Due names and runs the
+// machine again with them: both runs are pure.
 package steps
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/controllers/planner"
 )
 
-// Step is one step: a partition to reach and hold, or a pause.
+// Step is one step: a partition to reach and hold, a pause, or an analysis.
 type Step struct {
-	// Partition is the split a partition step moves to; nil for a pause.
+	// Partition is the split a partition step moves to; nil for a pause or an analysis.
 	Partition *planner.IntOrPercent
 	// Pause marks a pause step; Duration is its length, nil until promoted.
 	Pause    bool
 	Duration *time.Duration
+	// Analysis, non-empty, makes an analysis step of these metrics.
+	Analysis []analysis.Metric
 }
+
+// holds reports whether the step holds the split the earlier steps reached (a pause
+// or an analysis) rather than moving to a partition.
+func (s Step) holds() bool { return s.Pause || len(s.Analysis) > 0 }
 
 // State is where a rollout is in its steps: the step index (len(steps) once done) and
 // when that step started.
@@ -47,6 +62,9 @@ type Input struct {
 	// Phase is the planner's phase for the observed state under a hold (the partition
 	// and pause a step would hold). It must be a pure function of its arguments.
 	Phase func(partition *planner.IntOrPercent, paused bool) planner.Phase
+	// Tallies are the measurements recorded, by metric name, of the analysis step at
+	// State.Index (a step reached later in this run starts with none).
+	Tallies map[string]analysis.Tally
 }
 
 // Output is the hold for this pass.
@@ -61,6 +79,34 @@ type Output struct {
 	Message string
 	// Ended lists the steps that ended this pass, in order, each with why.
 	Ended []string
+	// Analyses are the analysis steps judged this run, in order: those that ended
+	// (passed, or promoted) and the one that holds, last.
+	Analyses []Judged
+	// Due are the metrics of the holding analysis step (State.Index) to measure now.
+	Due []analysis.Metric
+	// Abort, when set, says why the rollout must be aborted: a metric of the holding
+	// analysis step failed.
+	Abort string
+}
+
+// Judged is an analysis step as judged in one run.
+type Judged struct {
+	Step  int
+	Start time.Time
+	// Phase is the step's (analysis.Combine of its metrics'); Message says why.
+	Phase   analysis.Phase
+	Message string
+	// Metrics are the step's metrics' phases and messages, in the step's order.
+	Metrics []JudgedMetric
+	// Promoted: the step ended by promotion, whatever its phase.
+	Promoted bool
+}
+
+// JudgedMetric is one metric's phase and why.
+type JudgedMetric struct {
+	Name    string
+	Phase   analysis.Phase
+	Message string
 }
 
 // Done reports whether every step is over.
@@ -93,8 +139,34 @@ func Run(in Input) Output {
 		s := in.Steps[st.Index]
 		part := PartitionAt(in.Steps, st.Index)
 		if st.Index <= in.Promotion.Through {
+			if len(s.Analysis) > 0 {
+				j := judge(st.Index, s.Analysis, in.tallies(st), st.Start, in.Now)
+				j.Promoted = true
+				out.Analyses = append(out.Analyses, j.Judged)
+			}
 			end("promoted")
 			continue
+		}
+		if len(s.Analysis) > 0 {
+			j := judge(st.Index, s.Analysis, in.tallies(st), st.Start, in.Now)
+			out.Analyses = append(out.Analyses, j.Judged)
+			if j.Phase == analysis.Successful {
+				end("analysis passed")
+				continue
+			}
+			out.State, out.Partition, out.Paused = st, part, true
+			where := fmt.Sprintf("step %d of %d", st.Index+1, len(in.Steps))
+			switch j.Phase {
+			case analysis.Failed:
+				out.Abort = j.Message
+				out.Message = where + ": analysis failed: " + j.Message
+			case analysis.Inconclusive:
+				out.Message = where + ": analysis inconclusive, promote or abort: " + j.Message
+			default:
+				out.Due, out.RequeueAt = j.due, j.next
+				out.Message = where + ": analysis running: " + j.Message
+			}
+			return out
 		}
 		if !s.Pause {
 			switch in.Phase(part, false) {
@@ -124,12 +196,65 @@ func Run(in Input) Output {
 	return out
 }
 
+// tallies are the recorded measurements of the step st is at: only the step the run
+// started at has any.
+func (in Input) tallies(st State) map[string]analysis.Tally {
+	if st.Index == in.State.Index && st.Start.Equal(in.State.Start) {
+		return in.Tallies
+	}
+	return nil
+}
+
+// judged is a Judged with what a running step needs next.
+type judged struct {
+	Judged
+	due  []analysis.Metric
+	next time.Time // the soonest measurement not yet due (zero: none)
+}
+
+// judge assesses the metrics of analysis step i that started at start.
+func judge(i int, metrics []analysis.Metric, tallies map[string]analysis.Tally, start, now time.Time) judged {
+	j := judged{Judged: Judged{Step: i, Start: start}}
+	var phases []analysis.Phase
+	var running, done, bad []string
+	for _, m := range metrics {
+		t := tallies[m.Name]
+		phase, msg := analysis.Assess(m, t)
+		phases = append(phases, phase)
+		j.Metrics = append(j.Metrics, JudgedMetric{Name: m.Name, Phase: phase, Message: msg})
+		switch phase {
+		case analysis.Running:
+			running = append(running, fmt.Sprintf("%s %d/%d", m.Name, t.Count(), m.Count))
+			if at := analysis.NextAt(m, t, start); !now.Before(at) {
+				j.due = append(j.due, m)
+			} else if j.next.IsZero() || at.Before(j.next) {
+				j.next = at
+			}
+		case analysis.Successful:
+			done = append(done, msg)
+		default:
+			bad = append(bad, msg)
+		}
+	}
+	j.Phase = analysis.Combine(phases)
+	switch j.Phase {
+	case analysis.Running:
+		j.Message = "measured " + strings.Join(running, ", ")
+	case analysis.Successful:
+		j.Message = strings.Join(done, "; ")
+	default:
+		j.Message = strings.Join(bad, "; ")
+		j.due, j.next = nil, time.Time{} // a failed or inconclusive step measures no more
+	}
+	return j
+}
+
 // PartitionAt is the partition held at step i: that of the last partition step at or
-// before i, or nil (no partition yet: a pause before any partition step holds whatever
-// split there is).
+// before i, or nil (no partition yet: a pause or an analysis before any partition step
+// holds whatever split there is).
 func PartitionAt(steps []Step, i int) *planner.IntOrPercent {
 	for j := min(i, len(steps)-1); j >= 0; j-- {
-		if !steps[j].Pause {
+		if !steps[j].holds() {
 			return steps[j].Partition
 		}
 	}
@@ -142,7 +267,7 @@ func PartitionAt(steps []Step, i int) *planner.IntOrPercent {
 func Raises(steps []Step) (int, *planner.IntOrPercent) {
 	var lastCount, lastPercent *planner.IntOrPercent
 	for i, s := range steps {
-		if s.Pause || s.Partition == nil {
+		if s.holds() || s.Partition == nil {
 			continue
 		}
 		last := &lastCount

@@ -2,9 +2,11 @@ package steps
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/controllers/planner"
 )
 
@@ -14,6 +16,30 @@ func pct(v int32) *planner.IntOrPercent { return &planner.IntOrPercent{Value: v,
 func part(v int32) Step                 { return Step{Partition: pct(v)} }
 func pause(d time.Duration) Step        { return Step{Pause: true, Duration: &d} }
 func hold() Step                        { return Step{Pause: true} }
+
+// check is an analysis step of metrics named after their count: each is measured
+// count times, 10 s apart, and tolerates no failure and no inconclusive measurement.
+func check(counts ...int32) Step {
+	var ms []analysis.Metric
+	for i, c := range counts {
+		ms = append(ms, analysis.Metric{Name: string(rune('a' + i)), SuccessCondition: "result < 1", Interval: 10 * time.Second,
+			Count: c, ConsecutiveErrorLimit: analysis.DefaultConsecutiveErrorLimit})
+	}
+	return Step{Analysis: ms}
+}
+
+// measured adds one measurement of phase to each due metric, as the controller does
+// between two runs of one pass.
+func measured(tallies map[string]analysis.Tally, due []analysis.Metric, phase analysis.Phase, at time.Time) map[string]analysis.Tally {
+	out := map[string]analysis.Tally{}
+	for k, v := range tallies {
+		out[k] = v
+	}
+	for _, m := range due {
+		out[m.Name] = out[m.Name].Add(analysis.Measurement{Phase: phase, Value: "0.5", At: at})
+	}
+	return out
+}
 
 // world is a rollout that moves 25 points of old share per pass toward the partition
 // it is asked to hold: the planner's phase for a hold is a function of the share left.
@@ -124,6 +150,66 @@ func TestRunSkips(t *testing.T) {
 	}
 }
 
+func TestRunAnalysisPasses(t *testing.T) {
+	steps := []Step{part(50), check(2), part(0)}
+	w := &world{old: 50}
+	in := Input{Steps: steps, Now: t0, Promotion: Promotion{Through: -1}, Phase: w.phase}
+	o := Run(in)
+	if o.State.Index != 1 || !o.Paused || o.Partition.Value != 50 || len(o.Due) != 1 || o.Abort != "" {
+		t.Fatalf("%+v, want step 2 holding 50%% with metric a due", o)
+	}
+	// The controller measures and runs the machine again in the same pass.
+	in.State, in.Tallies = o.State, measured(nil, o.Due, analysis.Successful, t0)
+	o = Run(in)
+	if o.State.Index != 1 || len(o.Due) != 0 || !o.RequeueAt.Equal(t0.Add(10*time.Second)) || !strings.HasPrefix(o.Message, "step 2 of 3: analysis running: measured a 1/2") {
+		t.Fatalf("%+v, want the analysis running, the next measurement in 10 s", o)
+	}
+	in.Now = t0.Add(9 * time.Second)
+	if o = Run(in); len(o.Due) != 0 {
+		t.Fatalf("due a second early: %+v", o)
+	}
+	in.Now = t0.Add(10 * time.Second)
+	o = Run(in)
+	if len(o.Due) != 1 {
+		t.Fatalf("%+v, want metric a due", o)
+	}
+	in.Tallies = measured(in.Tallies, o.Due, analysis.Successful, in.Now)
+	o = Run(in)
+	if o.State.Index != 2 || o.Paused || o.Partition.Value != 0 || len(o.Ended) != 1 || o.Ended[0] != "step 2 of 3 analysis passed" {
+		t.Fatalf("%+v, want step 3 moving to 0%% after the analysis passed", o)
+	}
+	if j := o.Analyses[0]; j.Step != 1 || j.Phase != analysis.Successful || !strings.Contains(j.Message, `metric "a" passed: 2 of 2`) {
+		t.Errorf("judged %+v", j)
+	}
+}
+
+func TestRunAnalysisFailsOrIsInconclusive(t *testing.T) {
+	steps := []Step{part(50), check(3, 3)}
+	w := &world{old: 50}
+	in := Input{Steps: steps, State: State{Index: 1, Start: t0}, Now: t0, Promotion: Promotion{Through: -1}, Phase: w.phase}
+	o := Run(in)
+	if len(o.Due) != 2 {
+		t.Fatalf("%+v, want both metrics due", o)
+	}
+	fail := measured(nil, o.Due[:1], analysis.Failed, t0)
+	in.Tallies = measured(fail, o.Due[1:], analysis.Successful, t0)
+	o = Run(in)
+	if o.State.Index != 1 || !o.Paused || !strings.Contains(o.Abort, `metric "a" failed`) || len(o.Due) != 0 || !o.RequeueAt.IsZero() {
+		t.Fatalf("%+v, want an abort naming metric a, nothing due", o)
+	}
+	in.Tallies = measured(nil, []analysis.Metric{steps[1].Analysis[1]}, analysis.Inconclusive, t0)
+	in.Now = t0.Add(time.Hour)
+	o = Run(in)
+	if o.Abort != "" || !o.Paused || len(o.Due) != 0 || !o.RequeueAt.IsZero() || !strings.Contains(o.Message, "analysis inconclusive, promote or abort") {
+		t.Fatalf("%+v, want an inconclusive hold with nothing due", o)
+	}
+	in.Promotion = Promotion{Through: 1}
+	o = Run(in)
+	if !o.Done(steps) || len(o.Analyses) != 1 || !o.Analyses[0].Promoted || o.Analyses[0].Phase != analysis.Inconclusive {
+		t.Fatalf("%+v, want the inconclusive step promoted", o)
+	}
+}
+
 func TestPartitionAtAndRaises(t *testing.T) {
 	steps := []Step{hold(), part(75), pause(time.Second), part(25)}
 	for i, want := range []int32{-1, 75, 75, 25} {
@@ -144,34 +230,94 @@ func TestPartitionAtAndRaises(t *testing.T) {
 	}
 }
 
-// TestRunProperties runs random non-raising step lists through a simulated rollout
-// with a random clock and random promotions: the index never goes back, the held
-// partition never rises, a pause holds (no move) and a timed pause ends no earlier than
-// its deadline, and every rollout completes.
+// TestRunProperties runs random non-raising step lists (partitions, pauses, analyses)
+// through a simulated rollout with a random clock, random promotions and random
+// measurements: the index never goes back, the held partition never rises, a pause or
+// an analysis holds (no move), a timed pause ends no earlier than its deadline, a
+// metric is measured no earlier than it is due, an analysis step ends only when every
+// metric passed (or promoted), an abort only when a metric failed, and every rollout
+// completes or is aborted.
 func TestRunProperties(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
+	var aborts, passed int
+	defer func() {
+		t.Logf("3000 rollouts: %d aborted, %d analysis steps passed", aborts, passed)
+		if aborts == 0 || passed == 0 {
+			t.Error("the random rollouts never aborted or never passed an analysis")
+		}
+	}()
 	for n := 0; n < 3000; n++ {
 		var steps []Step
 		level := int32(100)
 		for k := rng.Intn(6); k > 0; k-- {
-			if rng.Intn(2) == 0 {
+			switch rng.Intn(8) {
+			case 0, 1, 2:
 				level = int32(rng.Intn(int(level/25)+1)) * 25
 				steps = append(steps, part(level))
-			} else if rng.Intn(3) == 0 {
+			case 3:
 				steps = append(steps, hold())
-			} else {
+			case 4, 5:
 				steps = append(steps, pause(time.Duration(rng.Intn(120))*time.Second))
+			default:
+				counts := make([]int32, 1+rng.Intn(2))
+				for i := range counts {
+					counts[i] = int32(1 + rng.Intn(3))
+				}
+				steps = append(steps, check(counts...))
 			}
 		}
 		w := &world{old: 100}
 		now := t0
 		in := Input{Steps: steps, State: State{Start: now}, Now: now, Promotion: Promotion{Through: -1}, Phase: w.phase}
+		tallies := map[int]map[string]analysis.Tally{} // by step, as the status records them
 		lastPart := int32(101)
-		for pass := 0; ; pass++ {
-			if pass > 200 {
+		aborted := false
+		for pass := 0; !aborted; pass++ {
+			if pass > 400 {
 				t.Fatalf("case %d: steps %+v did not complete (state %+v, old %d)", n, steps, in.State, w.old)
 			}
+			in.Tallies = tallies[in.State.Index]
 			o := Run(in)
+			for len(o.Due) > 0 { // measure, as the controller does, and run again
+				for _, m := range o.Due {
+					if at := analysis.NextAt(m, tallies[o.State.Index][m.Name], o.State.Start); now.Before(at) {
+						t.Fatalf("case %d: metric %s due at %s before its time %s", n, m.Name, now, at)
+					}
+				}
+				phase := []analysis.Phase{analysis.Successful, analysis.Successful, analysis.Successful, analysis.Error, analysis.Error, analysis.Failed, analysis.Inconclusive}[rng.Intn(7)]
+				if rng.Intn(4) > 0 {
+					phase = analysis.Successful
+				}
+				tallies[o.State.Index] = measured(tallies[o.State.Index], o.Due, phase, now)
+				in.State, in.Tallies = o.State, tallies[o.State.Index]
+				o = Run(in)
+			}
+			for i := in.State.Index; i < o.State.Index; i++ { // an analysis step ends passed or promoted
+				if a := steps[i].Analysis; len(a) > 0 && i > in.Promotion.Through && !in.Promotion.Full && !in.NothingToRoll {
+					for _, m := range a {
+						if p, _ := analysis.Assess(m, tallies[i][m.Name]); p != analysis.Successful {
+							t.Fatalf("case %d: analysis step %d ended with metric %s %s", n, i, m.Name, p)
+						}
+					}
+				}
+			}
+			if o.Abort != "" {
+				failed := false
+				for _, m := range steps[o.State.Index].Analysis {
+					p, _ := analysis.Assess(m, tallies[o.State.Index][m.Name])
+					failed = failed || p == analysis.Failed
+				}
+				if !failed || !o.Paused {
+					t.Fatalf("case %d: abort %q without a failed metric, or not holding", n, o.Abort)
+				}
+				aborted = true
+				aborts++
+			}
+			for _, e := range o.Ended {
+				if strings.HasSuffix(e, "analysis passed") {
+					passed++
+				}
+			}
 			if o.State.Index < in.State.Index {
 				t.Fatalf("case %d: index went back %d → %d", n, in.State.Index, o.State.Index)
 			}
@@ -192,7 +338,7 @@ func TestRunProperties(t *testing.T) {
 			if o.Paused && w.old != before {
 				t.Fatalf("case %d: moved while paused", n)
 			}
-			if o.Done(steps) && w.old == 0 {
+			if o.Done(steps) && w.old == 0 || aborted {
 				break
 			}
 			in.State = o.State

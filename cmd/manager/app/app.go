@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
@@ -83,6 +85,15 @@ type Options struct {
 	Platform render.Config
 	// Tuning is how hard the operator works.
 	Tuning Tuning
+	// PrometheusURL is the Prometheus the analysis steps of spec.rollout.steps query
+	// (http://host:9090). Empty: Platform.PrometheusEndpoint when set; with neither,
+	// every query errs and an analysis is inconclusive (the rollout holds for a person).
+	PrometheusURL string
+}
+
+// AnalysisFlags binds the flags of the analysis steps.
+func AnalysisFlags(fs *flag.FlagSet, url *string) {
+	fs.StringVar(url, "prometheus-url", "", "Prometheus the analysis steps of spec.rollout.steps query, e.g. http://prometheus.monitoring:9090 (default: --prometheus-endpoint; with neither, analyses are inconclusive)")
 }
 
 // Tuning sizes the operator's work: how many DGDs it reconciles at once and its API
@@ -182,6 +193,13 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		History:   revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
 		Platform:  o.Platform,
 		APIReader: mgr.GetAPIReader(),
+	}
+	if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
+		q, err := analysis.NewPrometheus(url)
+		if err != nil {
+			return err
+		}
+		r.Analysis = q
 	}
 	if o.Tuning.Workers == 0 {
 		o.Tuning.Workers = DefaultTuning.Workers
