@@ -35,6 +35,9 @@ func (p *pass) resolveAbort() {
 		p.attempt++
 		p.event("Normal", v1alpha1.EventRolloutRetried, fmt.Sprintf("revision %d: attempt %d starts from the first step", p.revs.Update.Revision, p.attempt))
 	}
+	// A retried attempt is a new one: an abort annotation of the attempt before it (the
+	// plugin leaves it in place) names no longer this one.
+	tag = fmt.Sprintf("%d/%d", p.revs.Update.Revision, p.attempt)
 	if p.abort == nil && p.dgd.Annotations[v1alpha1.AnnotationAbort] == tag {
 		p.startAbort(v1alpha1.ReasonRolloutAborted, "aborted by a person (kubectl dgd rollout abort)")
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/lws"
+	"github.com/dgd-rollout/operator/test/prom"
 )
 
 // PodReadyDelay is KWOK's Running→Ready delay in this suite: rollouts take real time.
@@ -32,6 +33,10 @@ var (
 	ctx    = context.Background()
 	nsN    int
 	stopOp context.CancelFunc
+	// promSrv is the real Prometheus the operator's analysis steps query; it scrapes
+	// exporter, which serves Dynamo's worker metrics for every Ready worker pod.
+	promSrv  *prom.Server
+	exporter *prom.Exporter
 )
 
 func TestEndToEnd(t *testing.T) {
@@ -56,6 +61,12 @@ var _ = BeforeSuite(func() {
 	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
 	Expect(err).NotTo(HaveOccurred(), "the real LeaderWorkerSet controllers and webhooks")
 	DeferCleanup(func() { Expect(runner.Stop()).To(Succeed()) })
+	exporter, err = prom.StartExporter(k8s, profileOf)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(exporter.Close)
+	promSrv, err = prom.Start(ctx, prom.Options{Targets: []string{exporter.Addr}, Log: GinkgoWriter})
+	Expect(err).NotTo(HaveOccurred(), "bin/prometheus (make cluster-bins)")
+	DeferCleanup(promSrv.Close)
 	startOperator()
 })
 
@@ -68,7 +79,7 @@ var _ = BeforeSuite(func() {
 func startOperator() {
 	mgr, err := app.NewManager(operatorConfig(), app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}})
+	}, PrometheusURL: promSrv.URL})
 	Expect(err).NotTo(HaveOccurred())
 	var opCtx context.Context
 	opCtx, stopOp = context.WithCancel(ctx)

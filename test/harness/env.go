@@ -34,6 +34,9 @@ type Env struct {
 	// worker does: it registers, then its readiness probe (/health on the system port)
 	// passes. Set it where test/observe plays the runtimes (it publishes the DWMs).
 	RuntimeRegisters bool
+	// Metrics answers the operator's analysis queries in place of Prometheus (the
+	// real one is queried in test/e2e).
+	Metrics *Metrics
 }
 
 // RepoRoot is the repository root, found from this file's location.
@@ -76,10 +79,11 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 }
 
 func (e *Env) startOperator() error {
+	e.Metrics = &Metrics{}
 	mgr, err := app.NewManager(e.Config, app.Options{Manager: ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	}})
+	}, Querier: e.Metrics})
 	if err != nil {
 		return err
 	}

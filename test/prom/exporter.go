@@ -43,8 +43,9 @@ var Healthy = Profile{RequestsPerSecond: 10, TTFT: 0.2, ITL: 0.02}
 //     lib/runtime/src/pipeline/network/ingress/push_handler/metrics.rs and
 //     lib/runtime/src/metrics.rs make them;
 //   - vllm:time_to_first_token_seconds and vllm:inter_token_latency_seconds
-//     (histograms), re-exported by Dynamo with dynamo_namespace unsanitized
-//     (components/src/dynamo/common/utils/prometheus.py).
+//     (histograms), re-exported by Dynamo with dynamo_namespace unsanitized and the
+//     labels dynamo_component, dynamo_endpoint, worker_id, model and model_name
+//     (components/src/dynamo/common/utils/prometheus.py, register_engine_metrics_callback).
 //
 // The effective namespace is read from the pod's own env (DYN_NAMESPACE and
 // DYN_NAMESPACE_WORKER_SUFFIX of its main container), as the runtime reads it
@@ -142,8 +143,8 @@ func (e *Exporter) Render(ctx context.Context) (string, error) {
 		series["dynamo_component_errors_total counter"] = append(series["dynamo_component_errors_total counter"],
 			fmt.Sprintf(`dynamo_component_errors_total{%s,error_type="generate"} %g`, rt, errs))
 		histogram(series, "dynamo_component_request_duration_seconds", rt, defaultBuckets, n, p.TTFT+p.ITL*100)
-		engine := fmt.Sprintf(`dynamo_namespace=%q,dynamo_component=%q,dynamo_endpoint="generate",model_name="Qwen/Qwen3-0.6B"`,
-			ns, strings.ToLower(pod.Labels[v1alpha1.LabelService]))
+		engine := fmt.Sprintf(`dynamo_namespace=%q,dynamo_component=%q,dynamo_endpoint="generate",worker_id="%x",model="Qwen/Qwen3-0.6B",model_name="Qwen/Qwen3-0.6B"`,
+			ns, strings.ToLower(pod.Labels[v1alpha1.LabelService]), h.Sum64())
 		histogram(series, "vllm:time_to_first_token_seconds", engine, latencyBuckets, n, p.TTFT)
 		histogram(series, "vllm:inter_token_latency_seconds", engine, latencyBuckets, n*100, p.ITL)
 	}

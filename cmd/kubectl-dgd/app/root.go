@@ -5,7 +5,7 @@
 //	kubectl dgd rollout history NAME [--revision=N]
 //	kubectl dgd rollout status NAME [--watch=true] [--timeout=0]
 //	kubectl dgd rollout undo NAME [--to-revision=N] [--dry-run=none|client|server]
-//	kubectl dgd rollout pause|resume|promote NAME
+//	kubectl dgd rollout pause|resume|promote|abort|retry NAME
 //	kubectl dgd rollout partition NAME VALUE
 //
 // Connection flags (--kubeconfig, --context, -n/--namespace, --server...) are kubectl's,
@@ -46,7 +46,7 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 		Use:   "kubectl-dgd",
 		Short: "Manage DynamoGraphDeployment rollouts",
 		Long: "kubectl dgd manages the rollouts of DynamoGraphDeployments (DGDs): history, status,\n" +
-			"undo, pause, resume, partition (canary) and promote, like kubectl rollout does for\n" +
+			"undo, pause, resume, partition (canary), promote, abort and retry, like kubectl rollout does for\n" +
 			"Deployments and StatefulSets.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl dgd"},
 		SilenceErrors: true,
@@ -69,7 +69,8 @@ func newRolloutCommand(c *cli) *cobra.Command {
 			"worker template is a numbered revision (a ControllerRevision owned by the DGD).",
 	}
 	cmd.AddCommand(newHistoryCommand(c), newStatusCommand(c), newUndoCommand(c),
-		newPauseCommand(c), newResumeCommand(c), newPartitionCommand(c), newPromoteCommand(c))
+		newPauseCommand(c), newResumeCommand(c), newPartitionCommand(c), newPromoteCommand(c),
+		newAbortCommand(c), newRetryCommand(c))
 	return cmd
 }
 

@@ -168,6 +168,10 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}, false, nil
 	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Status == metav1.ConditionFalse {
+		switch c.Reason {
+		case v1alpha1.ReasonAnalysisFailed, v1alpha1.ReasonRolloutAborted:
+			return nil, false, fmt.Errorf("dynamographdeployment %q rollout aborted (%s): %s (start it again with \"kubectl dgd rollout retry %s\")", dgd.Name, c.Reason, c.Message, dgd.Name)
+		}
 		if c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
 			return nil, false, fmt.Errorf("dynamographdeployment %q exceeded its progress deadline: %s", dgd.Name, c.Message)
 		}
@@ -186,7 +190,12 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 		// A pause step of spec.rollout.steps: "step 2 of 3: paused until promoted: ...".
 		parts := strings.SplitN(ru.Message, ": ", 3)
 		step := strings.Join(parts[:min(2, len(parts))], ": ")
-		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s (promote with \"kubectl dgd rollout promote %s\")...\n", step, dgd.Name))
+		hint := fmt.Sprintf("promote with \"kubectl dgd rollout promote %s\"", dgd.Name)
+		if ru.Reason == v1alpha1.ReasonAnalysisInconclusive {
+			hint += fmt.Sprintf(" or abort with \"kubectl dgd rollout abort %s\"", dgd.Name)
+		}
+		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s (%s)...\n", step, hint))
+		lines = append(lines, analysisLines(ru)...)
 	case ru.Phase == v1alpha1.RolloutPaused:
 		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: paused (resume with \"kubectl dgd rollout resume %s\")...\n", dgd.Name))
 	}
@@ -259,4 +268,34 @@ func partitionedLine(dgd *v1alpha1.DynamoGraphDeployment) string {
 		parts = append(parts, fmt.Sprintf("%s %d of %d", name, c.updated, c.desired))
 	}
 	return fmt.Sprintf("partitioned roll out complete: %s new replicas have been updated...\n", strings.Join(parts, ", "))
+}
+
+// analysisLines describe the analysis step a rollout holds at: one line per metric,
+// with its tallies and latest value.
+func analysisLines(ru *v1alpha1.RollingUpdateStatus) []string {
+	if ru.CurrentStepIndex == nil {
+		return nil
+	}
+	var lines []string
+	for _, run := range ru.Analyses {
+		if run.Step != *ru.CurrentStepIndex {
+			continue
+		}
+		for _, m := range run.Metrics {
+			last := "no measurement yet"
+			if n := len(m.Measurements); n > 0 {
+				l := m.Measurements[n-1]
+				last = fmt.Sprintf("last %s", l.Phase)
+				if l.Value != "" {
+					last += " " + l.Value
+				}
+				if l.Phase == v1alpha1.MeasurementError {
+					last += ": " + l.Message
+				}
+			}
+			lines = append(lines, fmt.Sprintf("  analysis %s: %s (%d successful, %d failed, %d inconclusive, %d errors; %s)\n",
+				m.Name, m.Phase, m.Successful, m.Failed, m.Inconclusive, m.Error, last))
+		}
+	}
+	return lines
 }

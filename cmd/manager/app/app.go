@@ -89,6 +89,8 @@ type Options struct {
 	// (http://host:9090). Empty: Platform.PrometheusEndpoint when set; with neither,
 	// every query errs and an analysis is inconclusive (the rollout holds for a person).
 	PrometheusURL string
+	// Querier, when set, answers the analysis queries instead (tests).
+	Querier analysis.Querier
 }
 
 // AnalysisFlags binds the flags of the analysis steps.
@@ -194,7 +196,9 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		Platform:  o.Platform,
 		APIReader: mgr.GetAPIReader(),
 	}
-	if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
+	if o.Querier != nil {
+		r.Analysis = o.Querier
+	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
 		q, err := analysis.NewPrometheus(url)
 		if err != nil {
 			return err
