@@ -69,7 +69,9 @@ var _ = Describe("rollout abort and retry", func() {
 		t.fails("rollout", "abort", "canary")
 		t.fails("rollout", "retry", "canary")
 
-		env.Metrics.Answer(func(string) analysis.Result { return analysis.Result{Err: errors.New("querying Prometheus: connection refused")} })
+		env.Metrics.Answer(func(string) analysis.Result {
+			return analysis.Result{Err: errors.New("querying Prometheus: connection refused")}
+		})
 		change(ns, "canary", func(d *v1alpha1.DynamoGraphDeployment) { harness.SetImage(d, "vllm:v2") })
 		_, err := env.Drive(ctx, ns, "canary", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisInconclusive))
 		Expect(err).NotTo(HaveOccurred())
