@@ -92,3 +92,37 @@ run kubectl dgd rollout promote vllm-disagg
 run kubectl dgd rollout status vllm-disagg
 run "kubectl get events --field-selector reason=RolloutStepEnded -o custom-columns=REASON:.reason,MESSAGE:.message --sort-by=.metadata.creationTimestamp"
 run kubectl dgd rollout partition vllm-disagg 50%
+
+echo "## analysis"
+analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}step {.step}: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, {.successful} successful, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
+run kubectl patch dgd vllm-disagg --type=merge --patch-file config/samples/canary-analysis.yaml
+run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.7.0)"
+run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s
+run kubectl dgd rollout status vllm-disagg --watch=false
+run kubectl dgd rollout status vllm-disagg --timeout=3m
+run "$analyses"
+run "kubectl get events --field-selector reason=AnalysisSucceeded -o custom-columns=REASON:.reason,MESSAGE:.message --sort-by=.metadata.creationTimestamp"
+
+echo "## abort"
+run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.7.1-errors)"
+run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.phase}'=Aborted" --timeout=90s
+run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl wait dgd/vllm-disagg --for=condition=Reconciling=False --timeout=90s
+run kubectl get dgd vllm-disagg
+run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run "$conditions"
+run "$analyses"
+run kubectl dgd rollout status vllm-disagg
+run "kubectl get events --field-selector type=Warning,reason=AnalysisFailed -o custom-columns=REASON:.reason,MESSAGE:.message"
+run "kubectl get events --field-selector reason=RolloutAbortCompleted -o custom-columns=REASON:.reason,MESSAGE:.message"
+
+echo "## abort by hand, retry"
+run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.8.0)"
+run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s
+run kubectl dgd rollout abort vllm-disagg
+run kubectl wait dgd/vllm-disagg --for=condition=Reconciling=False --timeout=90s
+run kubectl get dgd vllm-disagg
+run kubectl dgd rollout retry vllm-disagg
+run kubectl dgd rollout status vllm-disagg --timeout=3m
+run kubectl get dgd vllm-disagg -o jsonpath="'attempt {.status.rollingUpdate.attempt}, {.status.rollingUpdate.phase}{\"\\n\"}'"
+run "curl -s 127.0.0.1:8080/metrics | grep '^dgd_analysis_measurements_total'"

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,13 +31,15 @@ import (
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/lws"
+	"github.com/dgd-rollout/operator/test/prom"
 )
 
 var (
 	// platform is the Dynamo platform pods are rendered for. The local control plane has
 	// none: Kubernetes discovery (the default) needs no NATS or etcd, so none is set.
-	platform   render.Config
-	dynamoCRDs string
+	platform      render.Config
+	dynamoCRDs    string
+	prometheusURL string
 )
 
 func main() {
@@ -44,6 +47,7 @@ func main() {
 	crds := flag.String("crds", "config/crd/bases", "directory of CRD manifests to install")
 	sample := flag.String("sample", "config/samples/disagg.yaml", "DGD manifest to apply to the local control plane")
 	delay := flag.Duration("pod-ready-delay", 2*time.Second, "how long a KWOK pod takes from Running to Ready")
+	flag.StringVar(&prometheusURL, "prometheus-url", "", "with KUBECONFIG set: the Prometheus the analysis steps query (see cmd/manager)")
 	flag.StringVar(&dynamoCRDs, "dynamo-crds", "config/crd/dynamo", "directory of Dynamo's platform CRDs (DynamoWorkerMetadata), installed when absent")
 	app.PlatformFlags(flag.CommandLine, &platform)
 	flag.Parse()
@@ -69,7 +73,7 @@ func run(assets, crds, sample string, delay time.Duration) error {
 			return err
 		}
 		fmt.Printf("Running the operator against KUBECONFIG=%s (Ctrl-C stops it).\n", os.Getenv("KUBECONFIG"))
-		return runOperator(ctx, cfg)
+		return runOperator(ctx, cfg, prometheusURL)
 	}
 	abs, err := filepath.Abs(assets)
 	if err != nil {
@@ -103,8 +107,43 @@ func run(assets, crds, sample string, delay time.Duration) error {
 	if err := applyFile(ctx, cl.Config, sample); err != nil {
 		return err
 	}
-	printUsage(kubeconfig, sample, cl, delay)
-	return runOperator(ctx, cl.Config)
+	promURL, closeProm, err := startPrometheus(ctx, cl.Config, filepath.Join(abs, "prometheus"))
+	if err != nil {
+		return err
+	}
+	defer closeProm()
+	printUsage(kubeconfig, sample, cl, delay, promURL)
+	return runOperator(ctx, cl.Config, promURL)
+}
+
+// startPrometheus runs a real Prometheus (bin/prometheus) scraping an exporter of the
+// metrics Dynamo's workers would serve for the local control plane's Ready worker pods
+// (test/prom): an image whose tag ends in "-errors" fails 30% of its requests and has a
+// slow time to first token, every other image is healthy. The operator's analysis
+// steps query it.
+func startPrometheus(ctx context.Context, cfg *rest.Config, bin string) (string, func(), error) {
+	c, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	if err != nil {
+		return "", nil, err
+	}
+	exp, err := prom.StartExporter(c, demoProfile)
+	if err != nil {
+		return "", nil, err
+	}
+	srv, err := prom.Start(ctx, prom.Options{Bin: bin, Targets: []string{exp.Addr}})
+	if err != nil {
+		_ = exp.Close()
+		return "", nil, fmt.Errorf("starting Prometheus (make cluster-bins builds bin/prometheus): %w", err)
+	}
+	return srv.URL, func() { _ = srv.Close(); _ = exp.Close() }, nil
+}
+
+// demoProfile is how make run's exporter makes each image's workers behave.
+func demoProfile(image string) prom.Profile {
+	if strings.HasSuffix(image, "-errors") {
+		return prom.Profile{RequestsPerSecond: 10, ErrorRatio: 0.3, TTFT: 0.9, ITL: 0.05}
+	}
+	return prom.Healthy
 }
 
 // copyKubeconfig puts the cluster's admin kubeconfig where the README says.
@@ -153,17 +192,17 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	return nil
 }
 
-func runOperator(ctx context.Context, cfg *rest.Config) error {
+func runOperator(ctx context.Context, cfg *rest.Config, promURL string) error {
 	mgr, err := app.NewManager(cfg, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "127.0.0.1:8080"}, // docs/day2.md scrapes it
-	}, Platform: platform})
+	}, Platform: platform, PrometheusURL: promURL})
 	if err != nil {
 		return err
 	}
 	return mgr.Start(ctx)
 }
 
-func printUsage(kubeconfig, sample string, cl *cluster.Cluster, delay time.Duration) {
+func printUsage(kubeconfig, sample string, cl *cluster.Cluster, delay time.Duration, promURL string) {
 	fmt.Printf(`
 The local control plane is up (%s, %d KWOK nodes with nvidia.com/gpu: 8 each); the
 LeaderWorkerSet controllers and the operator are running; the LWS and Grove CRDs are
@@ -185,7 +224,12 @@ A Grove-backed graph (PodCliqueSets are created; no pods appear: the Grove opera
 itself is not part of this control plane):
   kubectl apply -f config/samples/disagg-grove.yaml
 
+Canary analysis (spec.rollout.steps[].analysis, docs/analysis.md) queries a real
+Prometheus at %s, which scrapes Dynamo's worker metrics for every Ready worker pod:
+an image whose tag ends in "-errors" fails 30%% of its requests, any other is healthy.
+  curl -s %s/api/v1/query --data-urlencode 'query=sum by (dynamo_namespace) (dynamo_component_requests_total)'
+
 KWOK simulates the pods (no container runs): each becomes Ready %s after it starts.
 Stop everything with Ctrl-C.
-`, cl.StartupDuration.Round(time.Millisecond), len(cl.NodeNames()), sample, kubeconfig, delay)
+`, cl.StartupDuration.Round(time.Millisecond), len(cl.NodeNames()), sample, kubeconfig, promURL, promURL, delay)
 }

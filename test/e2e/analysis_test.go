@@ -66,16 +66,7 @@ func (s *scenario) waitAborted(stableHash string) {
 		}
 		return true
 	})
-	want := render.EffectiveNamespace(s.dgd(), true, stableHash)
-	Eventually(func(g Gomega) {
-		fv, err := s.o.Frontend(ctx)
-		g.Expect(err).NotTo(HaveOccurred())
-		var ready []string
-		for _, gen := range fv.ReadyGenerations() {
-			ready = append(ready, gen.Namespace)
-		}
-		g.Expect(ready).To(Equal([]string{want}), "the frontend discovers only the stable generation")
-	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	s.waitDiscoversOnly(stableHash, "the frontend discovers only the stable generation")
 }
 
 var _ = Describe("analysis steps against a real Prometheus", func() {

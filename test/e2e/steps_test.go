@@ -90,7 +90,13 @@ func (s *scenario) waitRolledOut(n int64) {
 	s.until(fmt.Sprintf("revision %d rolled out", n), func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 		return d.Status.UpdateRevisionNumber == n && RolledOut(d, pods)
 	})
-	want := render.EffectiveNamespace(s.dgd(), true, UpdateHash(s.dgd()))
+	s.waitDiscoversOnly(UpdateHash(s.dgd()), "the frontend discovers only the new generation")
+}
+
+// waitDiscoversOnly waits until the frontend discovers one ready generation, the
+// workers of hash.
+func (s *scenario) waitDiscoversOnly(hash, why string) {
+	want := render.EffectiveNamespace(s.dgd(), true, hash)
 	Eventually(func(g Gomega) {
 		fv, err := s.o.Frontend(ctx)
 		g.Expect(err).NotTo(HaveOccurred())
@@ -98,7 +104,7 @@ func (s *scenario) waitRolledOut(n int64) {
 		for _, gen := range fv.ReadyGenerations() {
 			ready = append(ready, gen.Namespace)
 		}
-		g.Expect(ready).To(Equal([]string{want}), "the frontend discovers only the new generation")
+		g.Expect(ready).To(Equal([]string{want}), why)
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 }
 

@@ -8,8 +8,12 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -92,6 +96,31 @@ var _ = Describe("valid input", func() {
 			u := parse(raw)
 			u.SetNamespace(newNamespace())
 			Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed(), f)
+		}
+	})
+
+	It("accepts the canary-analysis sample patch over the disagg sample, with conditions and query templates the operator takes", func() {
+		raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", "disagg.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		u := parse(raw)
+		u.SetNamespace(newNamespace())
+		Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		patch, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", "canary-analysis.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		patchJSON, err := yaml.YAMLToJSON(patch)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(env.Client.Patch(ctx, u, client.RawPatch(types.MergePatchType, patchJSON), client.FieldValidation("Strict"))).To(Succeed())
+		var d v1alpha1.DynamoGraphDeployment
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(u), &d)).To(Succeed())
+		Expect(d.Spec.Rollout.Steps).To(HaveLen(4))
+		for _, step := range d.Spec.Rollout.Steps {
+			if step.Analysis == nil {
+				continue
+			}
+			for _, m := range step.Analysis.Metrics {
+				Expect(analysis.CheckCondition(m.SuccessCondition)).To(Succeed(), m.Name)
+				Expect(analysis.CheckQuery(m.Query, d.WorkerServiceNames())).To(Succeed(), m.Name)
+			}
 		}
 	})
 
