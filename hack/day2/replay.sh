@@ -94,7 +94,7 @@ run "kubectl get events --field-selector reason=RolloutStepEnded -o custom-colum
 run kubectl dgd rollout partition vllm-disagg 50%
 
 echo "## analysis"
-analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}step {.step}: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, {.successful} successful, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
+analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}step {.step}: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, successful {.successful}, failed {.failed}, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
 run kubectl patch dgd vllm-disagg --type=merge --patch-file config/samples/canary-analysis.yaml
 run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.7.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s

@@ -167,6 +167,16 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 	if st.UpdateRevision == "" {
 		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}, false, nil
 	}
+	if ru := st.RollingUpdate; ru != nil {
+		// An abort or a retry asked for this attempt that the operator has not acted on.
+		tag := fmt.Sprintf("%d/%d", st.UpdateRevisionNumber, max(ru.Attempt, 1))
+		switch {
+		case ru.Abort != nil && dgd.Annotations[v1alpha1.AnnotationRetry] == tag:
+			return []string{"Waiting for the retry to be observed...\n"}, false, nil
+		case ru.Abort == nil && dgd.Annotations[v1alpha1.AnnotationAbort] == tag && ru.Phase != v1alpha1.RolloutCompleted:
+			return []string{"Waiting for the abort to be observed...\n"}, false, nil
+		}
+	}
 	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Status == metav1.ConditionFalse {
 		switch c.Reason {
 		case v1alpha1.ReasonAnalysisFailed, v1alpha1.ReasonRolloutAborted:
