@@ -85,7 +85,7 @@ func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
-	cl, err := cluster.Start(ctx, cluster.Options{Nodes: p3Nodes, PodReadyDelay: p3PodReadyDelay})
+	cl, err := cluster.Start(ctx, cluster.Options{Nodes: p3Nodes, PodReadyDelay: p3PodReadyDelay, Profiling: p3Profile != ""})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i}
+		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl}
 		r.plain(b)
 		r.graphs(b)
 		rss, _ := op.PeakRSS()
@@ -137,6 +137,7 @@ func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
 
 // p3Run is one round of P3.
 type p3Run struct {
+	cl    *cluster.Cluster
 	n     int
 	k8s   client.Client
 	cfg   *rest.Config
@@ -209,6 +210,7 @@ func (r *p3Run) plain(b *testing.B) {
 	}
 	r.waitFor(b, "plain create", func() bool { return c.plainDone(2*r.n, "vllm:v1") })
 	r.plainCreate = time.Since(begin)
+	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("plain-%d", r.round))
 	begin = time.Now()
 	cpu0 := processCPU()
 	if err := parallel(2*r.n, func(i int) error {
@@ -220,6 +222,7 @@ func (r *p3Run) plain(b *testing.B) {
 	r.waitFor(b, "plain rollout", func() bool { return c.plainDone(2*r.n, "vllm:v2") && c.podsOf(ns) == 3*r.n })
 	r.plainRoll = time.Since(begin)
 	r.plainCPU = cpu0.since()
+	stopCluster()
 	r.deleteNamespace(b, ns, c)
 }
 
@@ -276,6 +279,7 @@ func (r *p3Run) graphs(b *testing.B) {
 	trace(r.proxy.Requests(begin), ns, begin, "create")
 	stepsBefore := r.operatorSteps(b)
 	stopProfile := profile(b, fmt.Sprintf("cpu-%d.pprof", r.round))
+	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("dgd-%d", r.round))
 	begin = time.Now()
 	cpu0 := processCPU()
 	if err := parallel(r.n, func(i int) error {
@@ -294,6 +298,7 @@ func (r *p3Run) graphs(b *testing.B) {
 	r.dgdRoll = time.Since(begin)
 	r.dgdCPU = cpu0.since()
 	stopProfile()
+	stopCluster()
 	fetch(b, "/debug/pprof/heap", fmt.Sprintf("heap-%d.pprof", r.round))
 	if p3Profile != "" {
 		copyMetrics(b, fmt.Sprintf("metrics-%d.txt", r.round))
@@ -616,6 +621,47 @@ func profile(b *testing.B, name string) func() {
 		fetch(b, "/debug/pprof/profile?seconds=60", name)
 	}()
 	return func() { <-done }
+}
+
+// profileCluster starts 20 s CPU profiles of kube-apiserver and
+// kube-controller-manager (when P3_PROFILE is set), written to
+// P3_PROFILE/<component>-<name>.pprof, and returns the function that waits for them.
+func profileCluster(b *testing.B, cl *cluster.Cluster, name string) func() {
+	if p3Profile == "" {
+		return func() {}
+	}
+	apiMetrics := func(when string) { // the API server's request counts, by resource and verb
+		f, err := os.Create(filepath.Join(p3Profile, "kube-apiserver-metrics-"+name+"-"+when+".txt"))
+		if err != nil {
+			b.Logf("apiserver metrics: %v", err)
+			return
+		}
+		defer f.Close()
+		if err := cl.Fetch(context.Background(), "kube-apiserver", "/metrics", time.Minute, f); err != nil {
+			b.Logf("apiserver metrics: %v", err)
+		}
+	}
+	apiMetrics("start")
+	var wg sync.WaitGroup
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f, err := os.Create(filepath.Join(p3Profile, c+"-"+name+".pprof"))
+			if err != nil {
+				b.Logf("profile %s: %v", c, err)
+				return
+			}
+			defer f.Close()
+			if err := cl.Profile(context.Background(), c, 20*time.Second, f); err != nil {
+				b.Logf("profile %s: %v", c, err)
+			}
+		}()
+	}
+	return func() {
+		wg.Wait()
+		apiMetrics("end")
+	}
 }
 
 // fetch writes the operator's pprof endpoint path to P3_PROFILE/name.

@@ -49,6 +49,9 @@ type Options struct {
 	// LogWriter receives every component's output, each line prefixed with
 	// "[component] ". Default: one file per component in WorkDir/logs.
 	LogWriter io.Writer
+	// Profiling serves /debug/pprof on kube-apiserver and kube-controller-manager
+	// (see Profile); off by default, as the components' --profiling=false.
+	Profiling bool
 }
 
 // Cluster is a running control plane started by Start.
@@ -65,7 +68,9 @@ type Cluster struct {
 	// StartupDuration is how long Start took.
 	StartupDuration time.Duration
 
-	opts    Options
+	opts Options
+	// urls are the HTTPS base URLs of the components that serve one, by name.
+	urls    sync.Map
 	pki     *pki
 	etcdURL string
 	client  kubernetes.Interface

@@ -3,10 +3,13 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,7 +83,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcd *process) error {
 			"--authorization-mode=Node,RBAC",
 			"--endpoint-reconciler-type=none",
 			"--allow-privileged=true",
-			"--profiling=false",
+			"--profiling=" + strconv.FormatBool(c.opts.Profiling),
 		}
 	}
 	ports, err := c.serve(ctx, "kube-apiserver", 1, args, func(ctx context.Context, p []int) error {
@@ -93,6 +96,7 @@ func (c *Cluster) startAPIServer(ctx context.Context, etcd *process) error {
 		return err
 	}
 	c.Server = url("https", ports[0])
+	c.urls.Store("kube-apiserver", c.Server)
 	return nil
 }
 
@@ -133,7 +137,7 @@ func (c *Cluster) startControllerManager(ctx context.Context) error {
 			"--cluster-signing-key-file=" + filepath.Join(c.pki.dir, "ca.key"),
 			"--service-cluster-ip-range=" + serviceCIDR,
 			"--kube-api-qps=500", "--kube-api-burst=1000",
-			"--profiling=false",
+			"--profiling=" + strconv.FormatBool(c.opts.Profiling),
 		})
 	}
 	return c.serveWithHealthz(ctx, "kube-controller-manager", args)
@@ -187,8 +191,46 @@ func (c *Cluster) serveWithHealthz(ctx context.Context, name string, args func([
 	if err != nil {
 		return err
 	}
-	_, err = c.serve(ctx, name, 1, args, func(ctx context.Context, p []int) error {
+	ports, err := c.serve(ctx, name, 1, args, func(ctx context.Context, p []int) error {
 		return httpOK(ctx, hc, url("https", p[0])+"/healthz")
 	})
+	if err == nil {
+		c.urls.Store(name, url("https", ports[0]))
+	}
+	return err
+}
+
+// Profile writes a CPU profile of component (kube-apiserver or
+// kube-controller-manager) over the next d to w. The cluster must have been started
+// with Options.Profiling.
+func (c *Cluster) Profile(ctx context.Context, component string, d time.Duration, w io.Writer) error {
+	return c.Fetch(ctx, component, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), d+30*time.Second, w)
+}
+
+// Fetch writes what GET path answers on component's HTTPS port (kube-apiserver,
+// kube-controller-manager, kube-scheduler), as the admin, to w.
+func (c *Cluster) Fetch(ctx context.Context, component, path string, timeout time.Duration, w io.Writer) error {
+	base, ok := c.urls.Load(component)
+	if !ok {
+		return fmt.Errorf("no HTTPS endpoint of %s", component)
+	}
+	hc, err := c.adminHTTPClient()
+	if err != nil {
+		return err
+	}
+	hc.Timeout = timeout
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base.(string)+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s of %s: %s", path, component, resp.Status)
+	}
+	_, err = io.Copy(w, resp.Body)
 	return err
 }
