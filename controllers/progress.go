@@ -27,7 +27,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	} else {
 		ru.StartTime = ptrTime(p.now)
 		ru.LastProgressTime = ptrTime(p.now)
-		if p.hasOldWorkers() {
+		if p.hasOldWorkers() && p.abort == nil { // an aborted rollout starts nothing (a frontend-only revision keeps it aborted)
 			p.event("Normal", v1alpha1.EventRolloutStarted, fmt.Sprintf("rolling workers to revision %d (%s)", st.UpdateRevisionNumber, p.updateHash()))
 		}
 	}

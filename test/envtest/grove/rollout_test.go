@@ -132,6 +132,24 @@ var _ = Describe("rollouts on Grove", func() {
 		Expect(err).NotTo(HaveOccurred())
 	})
 
+	It("aborts a canary held at 50%: every worker back on the stable revision, the canary's PodCliqueSet deleted whole", func() {
+		ns := newNamespace()
+		old := deploy(onGrove(harness.NewDGD(ns, "abort").Disagg(4, 2, "vllm:v1").Multinode("decode", 2)).Partition("50%").Obj()).Hashes()[0]
+		update(ns, "abort", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "abort", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonPartitioned))
+		Expect(err).NotTo(HaveOccurred())
+		update(ns, "abort", func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Annotations = map[string]string{v1alpha1.AnnotationAbort: "2/1"}
+		})
+		steps, err := env.Drive(ctx, ns, "abort", -1, 20, func(s harness.Snapshot) bool {
+			return harness.PhaseIs(v1alpha1.RolloutAborted, v1alpha1.ReasonRolloutAborted)(s) && s.DGD.Status.RollingUpdate.EndTime != nil && len(s.PCS) == 2
+		})
+		Expect(err).NotTo(HaveOccurred())
+		s := steps[len(steps)-1]
+		Expect(s.Hashes()).To(Equal([]string{old}))
+		Expect(s.Pool(old)).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+	})
+
 	It("pauses, recreates, retargets A→B→C and rolls back", func() {
 		ns := newNamespace()
 		a := deploy(onGrove(harness.NewDGD(ns, "abc").Disagg(8, 4, "vllm:a")).Rollout("1", "0").Obj()).Hashes()[0]

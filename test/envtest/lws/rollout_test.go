@@ -154,6 +154,24 @@ var _ = Describe("partition, pause, Recreate, retarget and rollback on LeaderWor
 		Expect(err).NotTo(HaveOccurred())
 	})
 
+	It("aborts a canary held at 50%: every gang back on the stable revision, under the invariants", func() {
+		ns := newNamespace()
+		old := deploy(multinodeDisagg(ns, "abort").Partition("50%").Obj()).Hashes()[0]
+		update(ns, "abort", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "abort", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, "Partitioned"))
+		Expect(err).NotTo(HaveOccurred())
+		update(ns, "abort", func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Annotations = map[string]string{v1alpha1.AnnotationAbort: "2/1"}
+		})
+		steps, err := env.Drive(ctx, ns, "abort", -1, 20, func(s harness.Snapshot) bool {
+			return harness.PhaseIs(v1alpha1.RolloutAborted, v1alpha1.ReasonRolloutAborted)(s) && s.DGD.Status.RollingUpdate.EndTime != nil
+		})
+		Expect(err).NotTo(HaveOccurred())
+		s := steps[len(steps)-1]
+		Expect(s.Hashes()).To(Equal([]string{old}))
+		Expect(s.Pool(old)).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+	})
+
 	It("pauses and resumes", func() {
 		ns := newNamespace()
 		deploy(multinodeDisagg(ns, "pause").Rollout("1", "0").Obj())
