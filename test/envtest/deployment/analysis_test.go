@@ -221,6 +221,28 @@ var _ = Describe("analysis steps and aborts", func() {
 		Expect(env.Metrics.Queries()).To(HaveLen(asked), "an inconclusive analysis measures no more")
 	})
 
+	It("start the steps again for a newer revision made during an analysis, draining the one under analysis", func() {
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "retarget").Disagg(4, 2, "vllm:v1").Obj()
+		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), errorRate(1000, 0)}}
+		first := deploy(obj)
+		env.Metrics.Answer(func(string) analysis.Result { return harness.Value(0.01) })
+		update(ns, "retarget", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "retarget", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisRunning))
+		Expect(err).NotTo(HaveOccurred())
+		update(ns, "retarget", harness.Image("vllm:v3"))
+		steps, err := env.Drive(ctx, ns, "retarget", -1, 30, func(s harness.Snapshot) bool {
+			return s.DGD.Status.UpdateRevisionNumber == 3 && harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisRunning)(s)
+		})
+		Expect(err).NotTo(HaveOccurred())
+		s := steps[len(steps)-1]
+		Expect(s.Hashes()).To(ConsistOf(first.UpdateHash(), s.UpdateHash()), "revision 2 drained, the stable kept")
+		Expect(s.Pool(s.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}), "revision 3 held at step 1's 50%")
+		ru := s.DGD.Status.RollingUpdate
+		Expect(ru.Analyses).To(HaveLen(1))
+		Expect(ru.Analyses[0].Metrics[0].Measurements[0].Time.Time).To(BeTemporally(">=", ru.StartTime.Time), "measured afresh for revision 3")
+	})
+
 	It("skip the steps of an undo to the stable revision: the workers return at once", func() {
 		ns := newNamespace()
 		obj := harness.NewDGD(ns, "undo").Disagg(4, 2, "vllm:v1").Obj()

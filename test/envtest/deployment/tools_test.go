@@ -8,6 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/test/health"
 )
@@ -74,6 +75,29 @@ var _ = Describe("status for tools", func() {
 		})
 		Eventually(func() v1alpha1.RolloutPhase { return getDGD(ns, "tools").Status.RollingUpdate.Phase }, "10s").Should(Equal(v1alpha1.RolloutFailed))
 		Expect(verdictsOf(getDGD(ns, "tools"))).To(Equal(verdicts{ready: "False", readyReason: v1alpha1.ReasonReplicasNotReady,
+			reconciling: "False", stalled: "True", kstatus: "Failed", argo: "Degraded"}))
+	})
+
+	It("reads an analysis hold as Current and Suspended, an aborted rollout as Failed and Degraded", func() {
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "analysed").Disagg(4, 2, "vllm:v1").Obj()
+		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), errorRate(1000, 0)}}
+		deploy(obj)
+		env.Metrics.Answer(func(string) analysis.Result { return harness.Value(0.01) })
+		update(ns, "analysed", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "analysed", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisRunning))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(verdictsOf(getDGD(ns, "analysed"))).To(Equal(verdicts{ready: "True", readyReason: v1alpha1.ReasonAnalysisRunning,
+			reconciling: "False", stalled: "False", kstatus: "Current", argo: "Suspended"}))
+
+		update(ns, "analysed", func(d *v1alpha1.DynamoGraphDeployment) {
+			metav1.SetMetaDataAnnotation(&d.ObjectMeta, v1alpha1.AnnotationAbort, "2/1")
+		})
+		_, err = env.Drive(ctx, ns, "analysed", -1, 20, func(s harness.Snapshot) bool {
+			return harness.PhaseIs(v1alpha1.RolloutAborted, "")(s) && s.DGD.Status.RollingUpdate.EndTime != nil
+		})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(verdictsOf(getDGD(ns, "analysed"))).To(Equal(verdicts{ready: "False", readyReason: v1alpha1.ReasonRolloutAborted,
 			reconciling: "False", stalled: "True", kstatus: "Failed", argo: "Degraded"}))
 	})
 })
