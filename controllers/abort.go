@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,16 +30,14 @@ func (p *pass) resolveAbort() {
 		p.attempt = max(ru.Attempt, 1)
 		p.abort = ru.Abort.DeepCopy()
 	}
-	tag := fmt.Sprintf("%d/%d", p.revs.Update.Revision, p.attempt)
-	if p.abort != nil && p.dgd.Annotations[v1alpha1.AnnotationRetry] == tag {
+	if p.abort != nil && p.dgd.Annotations[v1alpha1.AnnotationRetry] == v1alpha1.AttemptTag(p.revs.Update.Revision, p.attempt) {
 		p.abort, p.retried = nil, true
 		p.attempt++
 		p.event("Normal", v1alpha1.EventRolloutRetried, fmt.Sprintf("revision %d: attempt %d starts from the first step", p.revs.Update.Revision, p.attempt))
 	}
 	// A retried attempt is a new one: an abort annotation of the attempt before it (the
 	// plugin leaves it in place) names no longer this one.
-	tag = fmt.Sprintf("%d/%d", p.revs.Update.Revision, p.attempt)
-	if p.abort == nil && p.dgd.Annotations[v1alpha1.AnnotationAbort] == tag {
+	if p.abort == nil && p.dgd.Annotations[v1alpha1.AnnotationAbort] == v1alpha1.AttemptTag(p.revs.Update.Revision, p.attempt) {
 		p.startAbort(v1alpha1.ReasonRolloutAborted, "aborted by a person (kubectl dgd rollout abort)")
 	}
 }
@@ -52,7 +51,7 @@ func (p *pass) startAbort(reason, msg string) {
 		p.event("Warning", reason, fmt.Sprintf("revision %d: not aborted (%s): there is no stable revision of other workers to return to", p.revs.Update.Revision, msg))
 		return
 	}
-	p.abort = &v1alpha1.AbortStatus{Reason: reason, Message: msg, Time: metav1.NewTime(p.now.Truncate(1e9)), StableRevision: stable.Name}
+	p.abort = &v1alpha1.AbortStatus{Reason: reason, Message: msg, Time: metav1.NewTime(p.now.Truncate(time.Second)), StableRevision: stable.Name}
 	p.event("Warning", reason, fmt.Sprintf("revision %d aborted: %s; every worker returns to revision %d", p.revs.Update.Revision, msg, stable.Revision))
 }
 
@@ -88,8 +87,8 @@ func (p *pass) stableRevision() *appsv1.ControllerRevision {
 	return p.revs.Current
 }
 
-// goalHash is the worker hash of the goal revision (the update revision's before
-// setGoal).
+// goalHash is the worker hash of the goal revision: the update revision's until
+// setGoal (runSteps plans toward it, as it runs only when nothing is aborted).
 func (p *pass) goalHash() string {
 	if p.goal == nil {
 		return p.updateHash()

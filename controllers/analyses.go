@@ -44,7 +44,7 @@ func (b *analysisBook) run(i int, start metav1.Time) *v1alpha1.AnalysisStatus {
 	return b.run(i, start)
 }
 
-// metric is the record of one metric of r, made if missing.
+// metricOfRun is the record of one metric of r, made if missing.
 func metricOfRun(r *v1alpha1.AnalysisStatus, name string) *v1alpha1.MetricStatus {
 	for k := range r.Metrics {
 		if r.Metrics[k].Name == name {
@@ -64,35 +64,27 @@ func (b *analysisBook) tallies(st steps.State) map[string]analysis.Tally {
 			continue
 		}
 		for _, m := range r.Metrics {
-			t := analysis.Tally{Successful: m.Successful, Failed: m.Failed, Inconclusive: m.Inconclusive, Errors: m.Error, ConsecutiveErrors: m.ConsecutiveError}
-			if n := len(m.Measurements); n > 0 {
-				last := m.Measurements[n-1]
-				t.Last = analysis.Measurement{Phase: analysis.Phase(last.Phase), Value: last.Value, Message: last.Message, At: last.Time.Time}
-			}
-			out[m.Name] = t
+			out[m.Name] = tallyOf(m)
 		}
 	}
 	return out
 }
 
+// tallyOf is the tally a metric's record keeps: its counts and its last measurement.
+func tallyOf(m v1alpha1.MetricStatus) analysis.Tally {
+	t := analysis.Tally{Successful: m.Successful, Failed: m.Failed, Inconclusive: m.Inconclusive, Errors: m.Error, ConsecutiveErrors: m.ConsecutiveError}
+	if n := len(m.Measurements); n > 0 {
+		last := m.Measurements[n-1]
+		t.Last = analysis.Measurement{Phase: analysis.Phase(last.Phase), Value: last.Value, Message: last.Message, At: last.Time.Time}
+	}
+	return t
+}
+
 // add records a measurement of metric of the analysis step at st.
 func (b *analysisBook) add(st steps.State, metric string, m analysis.Measurement) {
 	ms := metricOfRun(b.run(st.Index, metav1.NewTime(st.Start)), metric)
-	switch m.Phase {
-	case analysis.Successful:
-		ms.Successful++
-	case analysis.Failed:
-		ms.Failed++
-	case analysis.Inconclusive:
-		ms.Inconclusive++
-	case analysis.Error:
-		ms.Error++
-	}
-	if m.Phase == analysis.Error {
-		ms.ConsecutiveError++
-	} else {
-		ms.ConsecutiveError = 0
-	}
+	t := tallyOf(*ms).Add(m)
+	ms.Successful, ms.Failed, ms.Inconclusive, ms.Error, ms.ConsecutiveError = t.Successful, t.Failed, t.Inconclusive, t.Errors, t.ConsecutiveErrors
 	ms.Measurements = append(ms.Measurements, v1alpha1.Measurement{Phase: v1alpha1.MeasurementPhase(m.Phase), Value: m.Value, Message: m.Message, Time: metav1.NewMicroTime(m.At)})
 	if n := len(ms.Measurements); n > maxMeasurements {
 		ms.Measurements = ms.Measurements[n-maxMeasurements:]

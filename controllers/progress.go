@@ -88,7 +88,7 @@ func (p *pass) fillRollout(st *v1alpha1.DynamoGraphDeploymentStatus) {
 		ru.CurrentStepIndex, ru.CurrentStepStartTime = p.old.RollingUpdate.CurrentStepIndex, p.old.RollingUpdate.CurrentStepStartTime
 	}
 	ru.Analyses = p.analyses
-	if p.hold == nil && p.abort != nil && p.sameRollout() && !p.retried { // aborted before this pass: as they stopped
+	if p.hold == nil && p.abort != nil && p.sameRollout() { // aborted before this pass: as they stopped
 		ru.Analyses = p.old.RollingUpdate.Analyses
 	}
 	ru.Attempt, ru.Abort = p.attempt, p.abort

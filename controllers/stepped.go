@@ -9,7 +9,9 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -145,23 +147,13 @@ func stepsOf(spec []v1alpha1.RolloutStep, workers []string) ([]steps.Step, error
 
 // metricOf is a metric of the spec with its defaults.
 func metricOf(m v1alpha1.AnalysisMetric) analysis.Metric {
-	out := analysis.Metric{Name: m.Name, Query: m.Query, SuccessCondition: m.SuccessCondition, FailureCondition: m.FailureCondition,
-		Interval: analysis.DefaultInterval, Count: analysis.DefaultCount, ConsecutiveErrorLimit: analysis.DefaultConsecutiveErrorLimit}
-	if m.Interval != nil {
-		out.Interval = m.Interval.Duration
-	}
-	if m.InitialDelay != nil {
-		out.InitialDelay = m.InitialDelay.Duration
-	}
-	for _, f := range []struct {
-		v   *int32
-		dst *int32
-	}{{m.Count, &out.Count}, {m.FailureLimit, &out.FailureLimit}, {m.InconclusiveLimit, &out.InconclusiveLimit}, {m.ConsecutiveErrorLimit, &out.ConsecutiveErrorLimit}} {
-		if f.v != nil {
-			*f.dst = *f.v
-		}
-	}
-	return out
+	return analysis.Metric{Name: m.Name, Query: m.Query, SuccessCondition: m.SuccessCondition, FailureCondition: m.FailureCondition,
+		Interval:              ptr.Deref(m.Interval, metav1.Duration{Duration: analysis.DefaultInterval}).Duration,
+		InitialDelay:          ptr.Deref(m.InitialDelay, metav1.Duration{}).Duration,
+		Count:                 ptr.Deref(m.Count, analysis.DefaultCount),
+		FailureLimit:          ptr.Deref(m.FailureLimit, 0),
+		InconclusiveLimit:     ptr.Deref(m.InconclusiveLimit, 0),
+		ConsecutiveErrorLimit: ptr.Deref(m.ConsecutiveErrorLimit, analysis.DefaultConsecutiveErrorLimit)}
 }
 
 // measure queries every due metric of the analysis step at state and records the

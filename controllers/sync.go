@@ -114,13 +114,10 @@ func (p *pass) sync(ctx context.Context) error {
 		return err
 	}
 	p.resolveAbort()
+	if err := p.runSteps(ctx); err != nil { // an aborted rollout runs none; a failed analysis aborts it
+		return err
+	}
 	if err := p.setGoal(); err != nil {
-		return err
-	}
-	if err := p.runSteps(ctx); err != nil {
-		return err
-	}
-	if err := p.setGoal(); err != nil { // an analysis that failed aborts the rollout
 		return err
 	}
 	if err := p.rollout(ctx); err != nil {

@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "fmt"
+
 // Labels on every object the operator creates for a DGD (workloads, pod templates,
 // ControllerRevisions). Selecting by LabelGraph finds everything of one DGD.
 const (
@@ -42,6 +44,12 @@ const AnnotationAbort = "nvidia.com/rollout-abort"
 // rollout retry"): "<revision>/<attempt>" names the aborted attempt; the next attempt
 // starts. A value naming another revision or attempt does nothing.
 const AnnotationRetry = "nvidia.com/rollout-retry"
+
+// AttemptTag is the value of AnnotationAbort and AnnotationRetry that names attempt
+// (status.rollingUpdate.attempt; 0 reads as 1) of the rollout to revision.
+func AttemptTag(revision int64, attempt int32) string {
+	return fmt.Sprintf("%d/%d", revision, max(attempt, 1))
+}
 
 // AnnotationChangeCause records why a revision was made, as kubectl does.
 const AnnotationChangeCause = "kubernetes.io/change-cause"

@@ -113,7 +113,7 @@ func (t Tally) Add(m Measurement) Tally {
 }
 
 // Evaluate judges one query result against the metric's conditions at time at.
-// Conditions must have been checked with Check (a condition that does not compile or
+// Conditions must have been checked with CheckCondition (a condition that does not compile or
 // does not yield a bool makes an Error measurement).
 func Evaluate(m Metric, r Result, at time.Time) Measurement {
 	out := Measurement{At: at}

@@ -66,10 +66,10 @@ func (s *session) abort(ctx context.Context, out io.Writer, name string) error {
 	case ru.Phase == v1alpha1.RolloutCompleted || dgd.Status.CurrentRevision == dgd.Status.UpdateRevision:
 		return fmt.Errorf("dynamographdeployment %q has no rollout to abort: revision %d is rolled out", name, dgd.Status.UpdateRevisionNumber)
 	}
-	tag := fmt.Sprintf("%d/%d", dgd.Status.UpdateRevisionNumber, max(ru.Attempt, 1))
+	rev := dgd.Status.UpdateRevisionNumber
 	return s.mergePatch(ctx, out, dgd, map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationAbort: tag}},
-	}, fmt.Sprintf("aborted (revision %d, attempt %d)", dgd.Status.UpdateRevisionNumber, max(ru.Attempt, 1)))
+		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationAbort: v1alpha1.AttemptTag(rev, ru.Attempt)}},
+	}, fmt.Sprintf("aborted (revision %d, attempt %d)", rev, max(ru.Attempt, 1)))
 }
 
 // retry annotates name to start its aborted rollout again.
@@ -82,8 +82,8 @@ func (s *session) retry(ctx context.Context, out io.Writer, name string) error {
 	if ru == nil || ru.Abort == nil {
 		return fmt.Errorf("dynamographdeployment %q has no aborted rollout to retry", name)
 	}
-	attempt := max(ru.Attempt, 1)
+	rev := dgd.Status.UpdateRevisionNumber
 	return s.mergePatch(ctx, out, dgd, map[string]any{
-		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationRetry: fmt.Sprintf("%d/%d", dgd.Status.UpdateRevisionNumber, attempt)}},
-	}, fmt.Sprintf("retried (revision %d, attempt %d)", dgd.Status.UpdateRevisionNumber, attempt+1))
+		"metadata": map[string]any{"annotations": map[string]string{v1alpha1.AnnotationRetry: v1alpha1.AttemptTag(rev, ru.Attempt)}},
+	}, fmt.Sprintf("retried (revision %d, attempt %d)", rev, max(ru.Attempt, 1)+1))
 }

@@ -169,7 +169,7 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 	}
 	if ru := st.RollingUpdate; ru != nil {
 		// An abort or a retry asked for this attempt that the operator has not acted on.
-		tag := fmt.Sprintf("%d/%d", st.UpdateRevisionNumber, max(ru.Attempt, 1))
+		tag := v1alpha1.AttemptTag(st.UpdateRevisionNumber, ru.Attempt)
 		switch {
 		case ru.Abort != nil && dgd.Annotations[v1alpha1.AnnotationRetry] == tag:
 			return []string{"Waiting for the retry to be observed...\n"}, false, nil
