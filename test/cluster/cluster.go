@@ -189,7 +189,7 @@ func (c *Cluster) Processes() []Process {
 	defer c.mu.Unlock()
 	out := make([]Process, 0, len(c.procs))
 	for _, p := range c.procs {
-		out = append(out, Process{Name: p.name, PID: p.cmd.Process.Pid})
+		out = append(out, Process{Name: p.name, PID: p.PID()})
 	}
 	return out
 }
@@ -205,7 +205,7 @@ func (c *Cluster) RSS() (total int64, byComponent map[string]int64, err error) {
 		if p.exited() {
 			continue
 		}
-		rss, err := readRSS(p.cmd.Process.Pid)
+		rss, err := readRSS(p.PID())
 		if err != nil {
 			return 0, nil, fmt.Errorf("%s: %w", p.name, err)
 		}

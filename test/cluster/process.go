@@ -17,38 +17,77 @@ import (
 // stopGrace is how long Stop waits after SIGTERM before it sends SIGKILL.
 const stopGrace = 3 * time.Second
 
-// process is one started component binary.
-type process struct {
-	name string
+// Child is a process a test started (StartChild), reaped in the background. The
+// local control plane's components are Children; so is test/prom's Prometheus.
+type Child struct {
 	cmd  *exec.Cmd
 	done chan struct{} // closed once the process has exited and been reaped
 	err  error         // exit status, valid once done is closed
-	tail *tailBuffer
-	log  io.Closer // the log file, if any
 }
 
-// exited reports whether the process has exited.
-func (p *process) exited() bool {
+// StartChild starts cmd in its own process group, SIGKILLed if the test binary dies
+// (see sysProcAttr), and reaps it when it exits.
+func StartChild(cmd *exec.Cmd) (*Child, error) {
+	cmd.SysProcAttr = sysProcAttr()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	c := &Child{cmd: cmd, done: make(chan struct{})}
+	go func() {
+		c.err = cmd.Wait()
+		close(c.done)
+	}()
+	return c, nil
+}
+
+// Done is closed once the process has exited; Err is then its exit status.
+func (c *Child) Done() <-chan struct{} { return c.done }
+
+// Err is the exit status, once Done is closed.
+func (c *Child) Err() error { return c.err }
+
+// PID is the process ID.
+func (c *Child) PID() int { return c.cmd.Process.Pid }
+
+// Exited reports whether the process has exited.
+func (c *Child) Exited() bool {
 	select {
-	case <-p.done:
+	case <-c.done:
 		return true
 	default:
 		return false
 	}
 }
 
-// stop sends SIGTERM, waits up to grace, then sends SIGKILL, and waits for the exit.
+// Stop sends SIGTERM, waits up to grace, then sends SIGKILL, and waits for the exit.
 // It signals only this process (by PID) and never a process group.
-func (p *process) stop(grace time.Duration) {
-	if !p.exited() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(grace):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+func (c *Child) Stop(grace time.Duration) {
+	if c.Exited() {
+		return
 	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// process is one started component binary.
+type process struct {
+	*Child
+	name string
+	tail *tailBuffer
+	log  io.Closer // the log file, if any
+}
+
+// exited reports whether the process has exited.
+func (p *process) exited() bool { return p.Exited() }
+
+// stop stops the process (Child.Stop) and closes its log.
+func (p *process) stop(grace time.Duration) {
+	p.Stop(grace)
 	if p.log != nil {
 		_ = p.log.Close()
 	}
@@ -57,7 +96,7 @@ func (p *process) stop(grace time.Duration) {
 // launch starts binary name from BinDir with args, its output going to the cluster's
 // log destination, and records its PID. It does not wait for anything.
 func (c *Cluster) launch(name string, args []string) (*process, error) {
-	p := &process{name: name, done: make(chan struct{}), tail: &tailBuffer{max: 16 << 10}}
+	p := &process{name: name, tail: &tailBuffer{max: 16 << 10}}
 	out, err := c.logWriter(name)
 	if err != nil {
 		return nil, err
@@ -66,19 +105,14 @@ func (c *Cluster) launch(name string, args []string) (*process, error) {
 		p.log = cl
 	}
 	w := io.MultiWriter(out, p.tail)
-	p.cmd = exec.Command(filepath.Join(c.opts.BinDir, name), args...)
-	p.cmd.Dir, p.cmd.Stdout, p.cmd.Stderr = c.WorkDir, w, w
-	p.cmd.SysProcAttr = sysProcAttr()
-	if err := p.cmd.Start(); err != nil {
+	cmd := exec.Command(filepath.Join(c.opts.BinDir, name), args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = c.WorkDir, w, w
+	if p.Child, err = StartChild(cmd); err != nil {
 		if p.log != nil {
 			_ = p.log.Close()
 		}
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	go func() {
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
 	return p, c.record(p)
 }
 
@@ -89,7 +123,7 @@ func (c *Cluster) record(p *process) error {
 	c.procs = append(c.procs, p)
 	var b strings.Builder
 	for _, q := range c.procs {
-		fmt.Fprintf(&b, "%s %d\n", q.name, q.cmd.Process.Pid)
+		fmt.Fprintf(&b, "%s %d\n", q.name, q.PID())
 	}
 	return os.WriteFile(filepath.Join(c.WorkDir, "pids"), []byte(b.String()), 0o600)
 }

@@ -69,8 +69,8 @@ func waitHealthy(ctx context.Context, p *process, healthy func(context.Context) 
 			return err
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("exited (%v)", p.err)
+		case <-p.Done():
+			return fmt.Errorf("exited (%v)", p.Err())
 		case <-ctx.Done():
 			return fmt.Errorf("not healthy: %w (last check: %v)", ctx.Err(), err)
 		case <-t.C:
@@ -87,7 +87,7 @@ func checkOnce(ctx context.Context, p *process, healthy func(context.Context) er
 	defer cancel()
 	go func() {
 		select {
-		case <-p.done:
+		case <-p.Done():
 			cancel()
 		case <-check.Done():
 		}

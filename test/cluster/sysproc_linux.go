@@ -13,7 +13,3 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
-
-// ChildProcAttr is what every process a test starts should run with (see
-// sysProcAttr): its own process group, SIGKILLed when the test binary dies.
-func ChildProcAttr() *syscall.SysProcAttr { return sysProcAttr() }

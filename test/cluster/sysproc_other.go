@@ -9,6 +9,3 @@ import "syscall"
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Setpgid: true}
 }
-
-// ChildProcAttr is what every process a test starts should run with.
-func ChildProcAttr() *syscall.SysProcAttr { return sysProcAttr() }

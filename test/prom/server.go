@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dgd-rollout/operator/test/cluster"
@@ -41,8 +40,7 @@ type Server struct {
 	opts Options
 	dir  string
 	addr string
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *cluster.Child
 }
 
 // Binary is the repository's bin/prometheus.
@@ -102,22 +100,21 @@ scrape_configs:
 // Restart starts the server (again, after Stop) on the same address and data, and
 // waits until it is ready; a running server is left as it is.
 func (s *Server) Restart(ctx context.Context) error {
-	if s.cmd != nil && !s.exited() {
+	if s.proc != nil && !s.proc.Exited() {
 		return nil // running
 	}
-	s.cmd = exec.Command(s.opts.Bin,
+	cmd := exec.Command(s.opts.Bin,
 		"--config.file="+filepath.Join(s.dir, "prometheus.yml"),
 		"--storage.tsdb.path="+filepath.Join(s.dir, "data"),
 		"--storage.tsdb.retention.time=2h",
 		"--web.listen-address="+s.addr,
 		"--log.level=warn")
-	s.cmd.Stdout, s.cmd.Stderr = s.opts.Log, s.opts.Log
-	s.cmd.SysProcAttr = cluster.ChildProcAttr()
-	if err := s.cmd.Start(); err != nil {
+	cmd.Stdout, cmd.Stderr = s.opts.Log, s.opts.Log
+	proc, err := cluster.StartChild(cmd)
+	if err != nil {
 		return fmt.Errorf("starting %s (run make cluster-bins): %w", s.opts.Bin, err)
 	}
-	s.done = make(chan struct{})
-	go func() { _ = s.cmd.Wait(); close(s.done) }()
+	s.proc = proc
 	return s.waitReady(ctx)
 }
 
@@ -125,7 +122,7 @@ func (s *Server) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	for {
-		if s.exited() {
+		if s.proc.Exited() {
 			return errors.New("prometheus exited while starting")
 		}
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/-/ready", nil)
@@ -144,27 +141,11 @@ func (s *Server) waitReady(ctx context.Context) error {
 	}
 }
 
-func (s *Server) exited() bool {
-	select {
-	case <-s.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // Stop stops the server (SIGTERM, SIGKILL after 5 s) and waits until it has exited:
 // its address then refuses connections.
 func (s *Server) Stop() {
-	if s.cmd == nil || s.exited() {
-		return
-	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(5 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.done
+	if s.proc != nil {
+		s.proc.Stop(5 * time.Second)
 	}
 }
 
