@@ -55,6 +55,14 @@ func eventsOf(ns, dgd, reason string) []string {
 	return out
 }
 
+// deployCanary deploys prefill 4 / decode 2 at vllm:v1 whose rollouts hold 50% of
+// every worker service on the stable revision, then run step.
+func deployCanary(ns, name string, step v1alpha1.RolloutStep) harness.Snapshot {
+	obj := harness.NewDGD(ns, name).Disagg(4, 2, "vllm:v1").Obj()
+	obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), step}}
+	return deploy(obj)
+}
+
 // canaryHashOf is the worker hash the spec's workers would have after change.
 func canaryHashOf(ns, name string) string {
 	d := &v1alpha1.DynamoGraphDeployment{}
@@ -65,9 +73,7 @@ func canaryHashOf(ns, name string) string {
 var _ = Describe("analysis steps and aborts", func() {
 	It("measure a canary at each analysis step and complete once every metric passed", func() {
 		ns := newNamespace()
-		obj := harness.NewDGD(ns, "healthy").Disagg(4, 2, "vllm:v1").Obj()
-		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), errorRate(2, 0)}}
-		first := deploy(obj)
+		first := deployCanary(ns, "healthy", errorRate(2, 0))
 		env.Metrics.Answer(func(string) analysis.Result { return harness.Value(0.01) })
 		update(ns, "healthy", harness.Image("vllm:v2"))
 
@@ -186,12 +192,10 @@ var _ = Describe("analysis steps and aborts", func() {
 
 	It("hold an inconclusive analysis (queries that keep failing) until it is promoted, never passing it", func() {
 		ns := newNamespace()
-		obj := harness.NewDGD(ns, "blind").Disagg(4, 2, "vllm:v1").Obj()
 		step := errorRate(2, 0)
 		limit := int32(1)
 		step.Analysis.Metrics[0].ConsecutiveErrorLimit = &limit
-		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), step}}
-		first := deploy(obj)
+		first := deployCanary(ns, "blind", step)
 		env.Metrics.Answer(func(string) analysis.Result {
 			return analysis.Result{Err: errors.New(`querying Prometheus: Post "http://127.0.0.1:9/api/v1/query": dial tcp 127.0.0.1:9: connect: connection refused`)}
 		})
@@ -223,9 +227,7 @@ var _ = Describe("analysis steps and aborts", func() {
 
 	It("start the steps again for a newer revision made during an analysis, draining the one under analysis", func() {
 		ns := newNamespace()
-		obj := harness.NewDGD(ns, "retarget").Disagg(4, 2, "vllm:v1").Obj()
-		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), errorRate(1000, 0)}}
-		first := deploy(obj)
+		first := deployCanary(ns, "retarget", errorRate(1000, 0))
 		env.Metrics.Answer(func(string) analysis.Result { return harness.Value(0.01) })
 		update(ns, "retarget", harness.Image("vllm:v2"))
 		_, err := env.Drive(ctx, ns, "retarget", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisRunning))

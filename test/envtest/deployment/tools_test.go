@@ -80,9 +80,7 @@ var _ = Describe("status for tools", func() {
 
 	It("reads an analysis hold as Current and Suspended, an aborted rollout as Failed and Degraded", func() {
 		ns := newNamespace()
-		obj := harness.NewDGD(ns, "analysed").Disagg(4, 2, "vllm:v1").Obj()
-		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), errorRate(1000, 0)}}
-		deploy(obj)
+		deployCanary(ns, "analysed", errorRate(1000, 0))
 		env.Metrics.Answer(func(string) analysis.Result { return harness.Value(0.01) })
 		update(ns, "analysed", harness.Image("vllm:v2"))
 		_, err := env.Drive(ctx, ns, "analysed", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisRunning))
