@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -126,7 +125,7 @@ func startPrometheus(ctx context.Context, cfg *rest.Config, bin string) (string,
 	if err != nil {
 		return "", nil, err
 	}
-	exp, err := prom.StartExporter(c, demoProfile)
+	exp, err := prom.StartExporter(c, prom.Demo)
 	if err != nil {
 		return "", nil, err
 	}
@@ -136,14 +135,6 @@ func startPrometheus(ctx context.Context, cfg *rest.Config, bin string) (string,
 		return "", nil, fmt.Errorf("starting Prometheus (make cluster-bins builds bin/prometheus): %w", err)
 	}
 	return srv.URL, func() { _ = srv.Close(); _ = exp.Close() }, nil
-}
-
-// demoProfile is how make run's exporter makes each image's workers behave.
-func demoProfile(image string) prom.Profile {
-	if strings.HasSuffix(image, "-errors") {
-		return prom.Profile{RequestsPerSecond: 10, ErrorRatio: 0.3, TTFT: 0.9, ITL: 0.05}
-	}
-	return prom.Healthy
 }
 
 // copyKubeconfig puts the cluster's admin kubeconfig where the README says.

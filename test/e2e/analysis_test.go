@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"strconv"
-	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -16,17 +15,7 @@ import (
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/harness"
-	"github.com/dgd-rollout/operator/test/prom"
 )
-
-// profileOf is how the exporter makes each image's workers behave: an image tagged
-// "-errors" fails 30% of its requests and has a slow time to first token.
-func profileOf(image string) prom.Profile {
-	if strings.HasSuffix(image, "-errors") {
-		return prom.Profile{RequestsPerSecond: 10, ErrorRatio: 0.3, TTFT: 0.9, ITL: 0.05}
-	}
-	return prom.Healthy
-}
 
 // Queries as docs/analysis.md shows them, on Dynamo's metric names and labels.
 const (

@@ -61,7 +61,7 @@ var _ = BeforeSuite(func() {
 	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
 	Expect(err).NotTo(HaveOccurred(), "the real LeaderWorkerSet controllers and webhooks")
 	DeferCleanup(func() { Expect(runner.Stop()).To(Succeed()) })
-	exporter, err = prom.StartExporter(k8s, profileOf)
+	exporter, err = prom.StartExporter(k8s, prom.Demo)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(exporter.Close)
 	promSrv, err = prom.Start(ctx, prom.Options{Targets: []string{exporter.Addr}, Log: GinkgoWriter})

@@ -32,6 +32,16 @@ type Profile struct {
 // time to first token and a 20 ms inter-token latency.
 var Healthy = Profile{RequestsPerSecond: 10, TTFT: 0.2, ITL: 0.02}
 
+// Demo is the behaviour make run and test/e2e give each image: a tag ending in
+// "-errors" fails 30% of its requests and has a 0.9 s time to first token; any other
+// image is Healthy.
+func Demo(image string) Profile {
+	if strings.HasSuffix(image, "-errors") {
+		return Profile{RequestsPerSecond: 10, ErrorRatio: 0.3, TTFT: 0.9, ITL: 0.05}
+	}
+	return Healthy
+}
+
 // Exporter serves on /metrics, for every Ready Dynamo worker pod of the cluster (a pod
 // labelled with a worker hash), the series its Dynamo runtime would serve on its system
 // port, as if Prometheus scraped every pod (each series carries the pod's worker_id):
