@@ -6,7 +6,10 @@ package bench
 // every worker image changed at once, against N prefill (2) and N decode (1) plain
 // Deployments with the same budgets, rolled by kube-controller-manager. The operator
 // runs as its own process (cmd/manager) behind a proxy that records its requests, with
-// the API budget the local kube-controller-manager has (QPS 500, burst 1000).
+// the API budget the local kube-controller-manager has (QPS 500, burst 1000). A third
+// arm, between the two, runs the same N graphs as plain objects without the operator
+// (plainGraphs): what the graph's Services, ServiceAccounts and pods cost Kubernetes'
+// own controllers, so that the DGDs' ratio to it is the operator's own share.
 //
 //	go test ./test/bench/ -run '^$' -bench P3 -benchtime=1x -timeout 60m   # P3_N=500 by default
 //
@@ -47,6 +50,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/test/opproc"
@@ -127,8 +131,9 @@ func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := 0; i < b.N; i++ {
-		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl}
+		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl, op: op}
 		r.plain(b)
+		r.plainGraphs(b)
 		r.graphs(b)
 		rss, _ := op.PeakRSS()
 		r.report(b, rss)
@@ -142,16 +147,19 @@ type p3Run struct {
 	k8s   client.Client
 	cfg   *rest.Config
 	proxy *opproc.Proxy
+	op    *opproc.Process
 	round int
 
 	plainCreate, plainRoll, dgdCreate, dgdRoll time.Duration
+	graphCreate, graphRoll                     time.Duration // the plain graphs (plainGraphs)
+	rssIdle, rssCreate                         int64         // the operator's peak RSS before the DGDs, and by the end of their create
 	createWrites                               int                      // writes but Events over the N creates
 	writes                                     map[string]int           // "VERB resource" over the DGD rollout
 	took                                       map[string]time.Duration // their total answer time
 	steps                                      int
 	steady                                     int
 	latencies                                  []time.Duration
-	plainCPU, dgdCPU                           map[string]float64 // CPU seconds per process over each rollout
+	plainCPU, graphCPU, dgdCPU                 map[string]float64 // CPU seconds per process over each rollout
 }
 
 // waitFor polls cond until it holds; P3's phases take longer as N grows (2 s per
@@ -208,7 +216,7 @@ func (r *p3Run) plain(b *testing.B) {
 	if err := parallel(2*r.n, func(i int) error { return r.k8s.Create(ctx, plainDeployment(ns, i, "vllm:v1")) }); err != nil {
 		b.Fatal(err)
 	}
-	r.waitFor(b, "plain create", func() bool { return c.plainDone(2*r.n, "vllm:v1") })
+	r.waitFor(b, "plain create", func() bool { return c.plainDone(2*r.n, "vllm:v1") && c.podsOf(ns) == 3*r.n })
 	r.plainCreate = time.Since(begin)
 	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("plain-%d", r.round))
 	begin = time.Now()
@@ -224,6 +232,100 @@ func (r *p3Run) plain(b *testing.B) {
 	r.plainCPU = cpu0.since()
 	stopCluster()
 	r.deleteNamespace(b, ns, c)
+}
+
+// plainGraphs creates and rolls the same N graphs without the operator: the Deployments
+// of each graph's frontend, prefill and decode with the pods the operator renders
+// (render.Component.Pod: Dynamo's env, ports, probes, volumes, labels), each worker
+// rolled in place by kube-controller-manager with maxSurge 1 / maxUnavailable 0, and a
+// Service per component as the operator renders it (discovery labels, selector), and
+// the discovery ServiceAccount, Role and RoleBinding the pods run as; the Services are kept
+// across the rollout as Dynamo's Grove path keeps its worker Services. It is what a
+// Dynamo graph costs Kubernetes' own controllers, so the DGDs' ratio to it is the
+// operator's own share. The graph label is renamed so the operator's caches (which
+// select it) hold none of these objects.
+func (r *p3Run) plainGraphs(b *testing.B) {
+	ctx := context.Background()
+	ns := fmt.Sprintf("p3-graph-%d", r.round)
+	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	c := r.watch(b, ns)
+	defer c.stop()
+	begin := time.Now()
+	if err := parallel(r.n, func(i int) error {
+		for _, o := range plainGraph(b, ns, i, "vllm:v1") {
+			if err := r.k8s.Create(ctx, o); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	r.waitFor(b, "plain graphs create", func() bool { return c.plainDone(3*r.n, "vllm:v1") && c.podsOf(ns) == 4*r.n })
+	r.graphCreate = time.Since(begin)
+	begin = time.Now()
+	cpu0 := processCPU()
+	if err := parallel(2*r.n, func(i int) error {
+		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"vllm:v2"}]}}}}`)
+		return r.k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plainName(i)}}, client.RawPatch("application/strategic-merge-patch+json", patch))
+	}); err != nil {
+		b.Fatal(err)
+	}
+	r.waitFor(b, "plain graphs rollout", func() bool { return c.plainDone(3*r.n, "vllm:v2") && c.podsOf(ns) == 4*r.n })
+	r.graphRoll = time.Since(begin)
+	r.graphCPU = cpu0.since()
+	r.deleteNamespace(b, ns, c)
+}
+
+// p3GraphLabel replaces the graph label on plainGraphs' objects.
+const p3GraphLabel = "p3.bench/graph"
+
+// plainGraph is graph i's discovery ServiceAccount, Role and RoleBinding, and its
+// frontend, prefill and decode Deployments and Services, as the operator renders them
+// for a DGD of that shape (harness.NewDGD(...).Disagg(2, 1)), without revisions: one
+// Deployment and one Service per component.
+func plainGraph(b *testing.B, ns string, i int, image string) []client.Object {
+	dgd := harness.NewDGD(ns, fmt.Sprintf("g%04d", i)).Disagg(2, 1, image).Obj()
+	cfg := render.Config{DiscoveryBackend: render.DiscoveryKubernetes}
+	relabel := func(m map[string]string) {
+		if v, ok := m[v1alpha1.LabelGraph]; ok {
+			delete(m, v1alpha1.LabelGraph)
+			m[p3GraphLabel] = v
+		}
+		delete(m, v1alpha1.LabelManagedBy)
+	}
+	rbac := render.DiscoveryRBAC(dgd) // the pods' service account: without it none is admitted
+	out := []client.Object{rbac.ServiceAccount, rbac.Role, rbac.Binding}
+	for _, o := range out {
+		relabel(o.GetLabels())
+	}
+	for _, name := range []string{"Frontend", "prefill", "decode"} {
+		spec := dgd.Spec.Services[name]
+		if spec == nil {
+			b.Fatalf("P3: the graph has no service %q", name)
+		}
+		comp := render.Component{DGD: dgd, Name: name, Spec: spec, Config: cfg}
+		tmpl, err := comp.Pod(render.RoleMain, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		relabel(tmpl.Labels)
+		svc := comp.Service(fmt.Sprintf("%s-%s", dgd.Name, strings.ToLower(name)), false)
+		relabel(svc.Labels)
+		relabel(svc.Spec.Selector)
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svc.Name},
+			Spec: appsv1.DeploymentSpec{
+				Replicas: ptr.To(ptr.Deref(spec.Replicas, 1)),
+				Selector: &metav1.LabelSelector{MatchLabels: svc.Spec.Selector},
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+					MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+				Template: tmpl,
+			}}
+		out = append(out, d, svc)
+	}
+	return out
 }
 
 func plainName(i int) string {
@@ -261,6 +363,7 @@ func (r *p3Run) graphs(b *testing.B) {
 	}
 	c := r.watch(b, ns)
 	defer c.stop()
+	r.rssIdle, _ = r.op.PeakRSS()
 	begin := time.Now()
 	if err := parallel(r.n, func(i int) error {
 		obj := harness.NewDGD(ns, fmt.Sprintf("g%04d", i)).Disagg(2, 1, "vllm:v1").Rollout("1", "0").Backend(v1alpha1.BackendDeployment).Obj()
@@ -270,6 +373,10 @@ func (r *p3Run) graphs(b *testing.B) {
 	}
 	r.waitFor(b, "DGD create", func() bool { return c.graphsDone(r.n, 1) })
 	r.dgdCreate = time.Since(begin)
+	r.rssCreate, _ = r.op.PeakRSS()
+	if p3Profile != "" {
+		fetch(b, "/debug/pprof/heap", fmt.Sprintf("heap-create-%d.pprof", r.round))
+	}
 	r.createWrites = 0
 	for _, q := range r.proxy.Requests(begin) {
 		if q.Write() && q.Namespace == ns && q.Resource != "events" {
@@ -395,23 +502,30 @@ func (r *p3Run) report(b *testing.B, rss int64) {
 	b.ReportMetric(r.plainRoll.Seconds(), "deployments-s")
 	b.ReportMetric(r.dgdRoll.Seconds(), "dgds-s")
 	b.ReportMetric(ratio, "ratio")
+	graphRatio := r.dgdRoll.Seconds() / r.graphRoll.Seconds()
+	graphCreate := r.dgdCreate.Seconds() / r.graphCreate.Seconds()
+	b.ReportMetric(graphRatio, "ratio-to-plain-graphs")
 	b.ReportMetric(create, "create-ratio")
 	b.ReportMetric(float64(rss)/(1<<20), "peak-rss-MiB")
 	b.ReportMetric(perStep, "writes/step")
 	fmt.Printf(`P3 (N=%d graphs of frontend 1 + prefill 2 + decode 1, maxSurge 1 / maxUnavailable 0, %d KWOK nodes, pod-ready delay %s):
     rollout: %d plain Deployments %.1fs, %d DGDs %.1fs, ratio %.2f (target <= 1.2)
     create:  %d plain Deployments %.1fs, %d DGDs %.1fs, ratio %.2f (target <= 1.5); %.1f operator writes per graph, Events aside
+    the same %d graphs without the operator (%d Deployments + %d Services, the pods it renders, workers rolled in place):
+             create %.1fs, rollout %.1fs; DGDs vs them: rollout ratio %.2f, create ratio %.2f
     operator writes per graph rollout: %.2f (verb resource: per graph, API server answer time)
         %s
     per rollout step (%d steps, %.2f per graph): %.2f workload+status writes (target <= 2): %.2f workload, %.2f status; also %.2f Events, %.2f other objects
     readiness change -> next write for that graph: p50 %s, p99 %s (%d changes)
-    operator peak RSS %.0f MiB (target <= 150); writes in 10 s of steady state: %d (target 0)
+    operator peak RSS %.0f MiB (target <= 150): %.0f MiB before the DGDs, %.0f MiB by the end of their create; writes in 10 s of steady state: %d (target 0)
     CPU seconds over the rollout (plain -> DGDs): %s
+    CPU seconds over the rollout (plain graphs -> DGDs): %s
 `, r.n, p3Nodes, p3PodReadyDelay, 2*r.n, r.plainRoll.Seconds(), r.n, r.dgdRoll.Seconds(), ratio,
 		2*r.n, r.plainCreate.Seconds(), r.n, r.dgdCreate.Seconds(), create, float64(r.createWrites)/float64(r.n),
+		r.n, 3*r.n, 3*r.n, r.graphCreate.Seconds(), r.graphRoll.Seconds(), graphRatio, graphCreate,
 		float64(total)/float64(r.n), strings.Join(parts, "\n        "), r.steps, steps/float64(r.n), perStep,
 		float64(workload)/steps, float64(status)/steps, float64(events)/steps, float64(objects)/steps,
-		p50.Round(time.Millisecond), p99.Round(time.Millisecond), len(r.latencies), float64(rss)/(1<<20), r.steady, cpuLine(r.plainCPU, r.dgdCPU))
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), len(r.latencies), float64(rss)/(1<<20), float64(r.rssIdle)/(1<<20), float64(r.rssCreate)/(1<<20), r.steady, cpuLine(r.plainCPU, r.dgdCPU), cpuLine(r.graphCPU, r.dgdCPU))
 }
 
 // cpuTimes is the CPU time (user + system, seconds) of the processes that play a part
@@ -513,7 +627,8 @@ func (r *p3Run) watch(b *testing.B, ns string) *p3Cache {
 	pc := &p3Cache{c: c}
 	ctx, cancel := context.WithCancel(context.Background())
 	pc.cancel = cancel
-	for _, o := range []client.Object{&appsv1.Deployment{}, &corev1.Pod{}, &v1alpha1.DynamoGraphDeployment{}} {
+	podMeta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}} // only counted
+	for _, o := range []client.Object{&appsv1.Deployment{}, podMeta, &v1alpha1.DynamoGraphDeployment{}} {
 		inf, err := c.GetInformer(ctx, o)
 		if err != nil {
 			b.Fatal(err)
@@ -545,9 +660,12 @@ func graphOf(name string) string {
 	return name
 }
 
+// The benchmark polls its cache every 100 ms; its lists read the cached objects
+// without copying them (never written), so that polling costs the machine, which
+// the measured processes share, little.
 func (c *p3Cache) podsOf(ns string) int {
-	var pods corev1.PodList
-	if c.c.List(context.Background(), &pods, client.InNamespace(ns)) != nil {
+	pods := metav1.PartialObjectMetadataList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+	if c.c.List(context.Background(), &pods, client.InNamespace(ns), client.UnsafeDisableDeepCopy) != nil {
 		return -1
 	}
 	return len(pods.Items)
@@ -557,12 +675,13 @@ func (c *p3Cache) podsOf(ns string) int {
 // pod left.
 func (c *p3Cache) plainDone(want int, image string) bool {
 	var ds appsv1.DeploymentList
-	if c.c.List(context.Background(), &ds) != nil || len(ds.Items) != want {
+	if c.c.List(context.Background(), &ds, client.UnsafeDisableDeepCopy) != nil || len(ds.Items) != want {
 		return false
 	}
 	for _, d := range ds.Items {
 		s, n := d.Status, ptr.Deref(d.Spec.Replicas, 1)
-		if d.Spec.Template.Spec.Containers[0].Image != image || s.ObservedGeneration < d.Generation ||
+		worker := !strings.HasSuffix(d.Name, "-frontend") // a plain graph's frontend keeps its image
+		if worker && d.Spec.Template.Spec.Containers[0].Image != image || s.ObservedGeneration < d.Generation ||
 			s.UpdatedReplicas != n || s.Replicas != n || s.AvailableReplicas != n {
 			return false
 		}
@@ -573,7 +692,7 @@ func (c *p3Cache) plainDone(want int, image string) bool {
 // graphsDone: every DGD Completed on revision rev, its old Deployments gone.
 func (c *p3Cache) graphsDone(want int, rev int64) bool {
 	var dgds v1alpha1.DynamoGraphDeploymentList
-	if c.c.List(context.Background(), &dgds) != nil || len(dgds.Items) != want {
+	if c.c.List(context.Background(), &dgds, client.UnsafeDisableDeepCopy) != nil || len(dgds.Items) != want {
 		return false
 	}
 	for _, d := range dgds.Items {
@@ -583,7 +702,7 @@ func (c *p3Cache) graphsDone(want int, rev int64) bool {
 		}
 	}
 	var ds appsv1.DeploymentList
-	return c.c.List(context.Background(), &ds) == nil && len(ds.Items) == 3*want
+	return c.c.List(context.Background(), &ds, client.UnsafeDisableDeepCopy) == nil && len(ds.Items) == 3*want
 }
 
 // latencies pairs each readiness change of a graph with the operator's first write for
