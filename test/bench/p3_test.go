@@ -151,8 +151,8 @@ type p3Run struct {
 	round int
 
 	plainCreate, plainRoll, dgdCreate, dgdRoll time.Duration
-	graphCreate, graphRoll                     time.Duration // the plain graphs (plainGraphs)
-	rssIdle, rssCreate                         int64         // the operator's peak RSS before the DGDs, and by the end of their create
+	graphCreate, graphRoll                     time.Duration            // the plain graphs (plainGraphs)
+	rssIdle, rssCreate                         int64                    // the operator's peak RSS before the DGDs, and by the end of their create
 	createWrites                               int                      // writes but Events over the N creates
 	writes                                     map[string]int           // "VERB resource" over the DGD rollout
 	took                                       map[string]time.Duration // their total answer time

@@ -108,4 +108,3 @@ func (p *writeProxy) lastWrite() (int, string) {
 	defer p.mu.Unlock()
 	return p.n, p.last
 }
-
