@@ -28,6 +28,11 @@ const Kind = "Deployment"
 // Backend manages Deployments.
 type Backend struct {
 	Client client.Client
+	// Reader reads a Deployment from the API server where the cached copy is not
+	// enough: the operator caches Deployments without their pod spec
+	// (app.CacheOptions), so a stable workload's template is patched against the live
+	// object.
+	Reader client.Reader
 	Scheme *runtime.Scheme
 	// Config is the platform every pod is rendered for.
 	Config render.Config
@@ -38,9 +43,10 @@ var (
 	_ backends.UnreadyFirstScaler = (*Backend)(nil)
 )
 
-// New returns a Deployment backend.
-func New(c client.Client, s *runtime.Scheme, cfg render.Config) *Backend {
-	return &Backend{Client: c, Scheme: s, Config: cfg}
+// New returns a Deployment backend that writes with c and reads live Deployments with
+// r (the manager's API reader).
+func New(c client.Client, r client.Reader, s *runtime.Scheme, cfg render.Config) *Backend {
+	return &Backend{Client: c, Reader: r, Scheme: s, Config: cfg}
 }
 
 // Kind implements backends.Backend.
@@ -94,12 +100,19 @@ func (b *Backend) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploy
 }
 
 // updateStable updates a stable workload in place (template, labels, replicas) only when
-// something the operator renders differs.
+// something the operator renders differs (the template hash annotation or the
+// replicas, both in the cached copy). The patch is computed against the live object,
+// whose pod spec the cache does not hold, so that a field removed from the template
+// is removed from the Deployment.
 func (b *Backend) updateStable(ctx context.Context, have, want *appsv1.Deployment) error {
 	same := have.Annotations[backends.AnnotationTemplateHash] == want.Annotations[backends.AnnotationTemplateHash] &&
 		ptr.Deref(have.Spec.Replicas, 1) == ptr.Deref(want.Spec.Replicas, 1)
 	if same {
 		return nil
+	}
+	have = &appsv1.Deployment{}
+	if err := b.Reader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return fmt.Errorf("reading Deployment %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	patch := client.MergeFrom(have.DeepCopy())
 	if have.Annotations == nil {

@@ -38,7 +38,7 @@ func setup(t *testing.T) (*Backend, *v1alpha1.DynamoGraphDeployment, *int) {
 			"Frontend": {ComponentType: "frontend", Replicas: ptr.To[int32](1), ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "fe:1"}}},
 			"decode":   {ComponentType: "decode", Replicas: ptr.To[int32](2), ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "w:1"}}},
 		}}}
-	return New(c, s, render.Config{}), dgd, &writes
+	return New(c, c, s, render.Config{}), dgd, &writes
 }
 
 func pool(dgd *v1alpha1.DynamoGraphDeployment, service, hash string, replicas int32) backends.Pool {

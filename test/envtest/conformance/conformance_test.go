@@ -64,7 +64,7 @@ type adapter struct {
 
 var adapters = []adapter{
 	{"Deployment", v1alpha1.BackendDeployment,
-		func(c client.Client) backends.Backend { return deployment.New(c, c.Scheme(), render.Config{}) },
+		func(c client.Client) backends.Backend { return deployment.New(c, c, c.Scheme(), render.Config{}) },
 		func(w backends.Workload) client.Object {
 			return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: w.Name}}
 		}},

@@ -6,6 +6,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -127,6 +128,33 @@ var _ = Describe("changes that start no worker rollout", func() {
 		for _, r := range revs.Items {
 			Expect(r.Labels[v1alpha1.LabelWorkerHash]).To(Equal(first.UpdateHash()))
 		}
+	})
+
+	It("removes from the frontend's Deployment what its template no longer has (the cache holds no pod spec)", func() {
+		ns := newNamespace()
+		frontend := func() appsv1.Deployment {
+			var d appsv1.Deployment
+			Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "sel-frontend"}, &d)).To(Succeed())
+			return d
+		}
+		obj := harness.NewDGD(ns, "sel").Disagg(1, 1, "vllm:v1").Obj()
+		fe := obj.Spec.Services["Frontend"]
+		if fe.ExtraPodSpec.PodSpec == nil {
+			fe.ExtraPodSpec.PodSpec = &corev1.PodSpec{}
+		}
+		fe.ExtraPodSpec.NodeSelector = map[string]string{"pool": "cpu", "zone": "a"}
+		deploy(obj)
+		Expect(frontend().Spec.Template.Spec.NodeSelector).To(Equal(map[string]string{"pool": "cpu", "zone": "a"}))
+		// A map key removed from the template: a merge patch computed against a copy
+		// without the pod spec would leave it on the Deployment.
+		update(ns, "sel", func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["Frontend"].ExtraPodSpec.NodeSelector = map[string]string{"pool": "cpu"}
+		})
+		Eventually(func() map[string]string { return frontend().Spec.Template.Spec.NodeSelector }).
+			Should(Equal(map[string]string{"pool": "cpu"}))
+		_, err := env.WaitSettled(ctx, ns, "sel")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(frontend().Spec.Template.Spec.Containers).To(HaveLen(1), "the rest of the pod spec is there")
 	})
 
 	It("scales the current revision on a replicas-only change", func() {

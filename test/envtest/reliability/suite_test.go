@@ -99,7 +99,7 @@ var _ = BeforeSuite(func() {
 		Client:   faulty,
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("dgd-rollout"),
-		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetScheme(), render.Config{})),
+		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), render.Config{})),
 		History:  revisions.NewHistory(faulty, mgr.GetScheme()),
 	}
 	// As many workers as the operator runs by default; trace checks that no DGD is ever
