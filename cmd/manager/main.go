@@ -38,6 +38,7 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	ctrl.Log.Info("garbage collector", "gcPercent", tuning.ApplyGC())
 
 	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
 	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning, PrometheusURL: prometheusURL}); err != nil {

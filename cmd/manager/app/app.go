@@ -7,6 +7,8 @@ import (
 	"cmp"
 	"flag"
 	"fmt"
+	"os"
+	"runtime/debug"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
@@ -126,11 +128,30 @@ type Tuning struct {
 	Burst int
 	// Pprof is the address of the pprof endpoints ("" or "0": off).
 	Pprof string
+	// GCPercent is the Go garbage collector's target (GOGC) the manager binary sets
+	// (ApplyGC) unless the GOGC environment variable is set.
+	GCPercent int
+}
+
+// ApplyGC sets the garbage collector's target to t.GCPercent unless GOGC is set in the
+// environment (which wins), and returns the target in effect. The operator's live heap
+// is mostly its informer caches; at GOGC 100 the heap grows to twice that before a
+// collection, so the process's peak RSS is mostly headroom (benchmark P3 at 500
+// graphs: 45 MB live, 160 MiB RSS). 50 trades a little of the operator's CPU (its own
+// share of a rollout's CPU is under 5%) for a third less headroom.
+func (t Tuning) ApplyGC() int {
+	if _, ok := os.LookupEnv("GOGC"); ok {
+		old := debug.SetGCPercent(-1) // read back what GOGC set, and restore it
+		debug.SetGCPercent(old)
+		return old
+	}
+	debug.SetGCPercent(t.GCPercent)
+	return t.GCPercent
 }
 
 // DefaultTuning is the operator's default: 8 workers and 100 requests per second
 // (burst 200), sized from benchmark P3 (500 graphs on 2 cores, README).
-var DefaultTuning = Tuning{Workers: 8, QPS: 100, Burst: 200}
+var DefaultTuning = Tuning{Workers: 8, QPS: 100, Burst: 200, GCPercent: 50}
 
 // TuningFlags binds the flags that size the operator's work.
 func TuningFlags(fs *flag.FlagSet, t *Tuning) {
@@ -139,6 +160,7 @@ func TuningFlags(fs *flag.FlagSet, t *Tuning) {
 	fs.Float64Var(&t.QPS, "kube-api-qps", t.QPS, "requests per second the operator may make to the API server")
 	fs.IntVar(&t.Burst, "kube-api-burst", t.Burst, "requests the operator may make at once above --kube-api-qps")
 	fs.StringVar(&t.Pprof, "pprof-bind-address", "", "address of the pprof endpoints, e.g. 127.0.0.1:6060 (off when empty)")
+	fs.IntVar(&t.GCPercent, "gc-percent", t.GCPercent, "the Go garbage collector's target percentage (GOGC); the GOGC environment variable, when set, wins")
 }
 
 // PlatformFlags binds the flags that configure the cluster's Dynamo platform.
