@@ -14,7 +14,9 @@ import (
 	"github.com/dgd-rollout/operator/render"
 )
 
-// TestParityService: a ClusterIP Service per component; frontend port http 8000 →
+// TestParityService: a ClusterIP Service per component (a worker revision's headless:
+// this operator's deliberate difference, as its name changes every revision and only
+// discovery reads it); frontend port http 8000 →
 // targetPort http, others system 9090 → targetPort system (DYNAMO.md "Services",
 // notes §5); the two discovery labels under Kubernetes discovery; selector (this
 // operator's deliberate choice) graph name + component + component type, plus the
@@ -63,8 +65,11 @@ func TestParityService(t *testing.T) {
 			if got.Spec.Type != "" && got.Spec.Type != corev1.ServiceTypeClusterIP {
 				t.Errorf("type %q, want ClusterIP", got.Spec.Type)
 			}
-			if got.Spec.ClusterIP == corev1.ClusterIPNone {
+			switch headless := got.Spec.ClusterIP == corev1.ClusterIPNone; {
+			case tc.hash == "" && headless:
 				t.Error("headless, want a ClusterIP Service")
+			case tc.hash != "" && !headless:
+				t.Errorf("clusterIP %q, want a worker revision's Service headless (None)", got.Spec.ClusterIP)
 			}
 			diff(t, "ports", tc.ports, got.Spec.Ports)
 			diff(t, "selector", tc.selector, got.Spec.Selector)
