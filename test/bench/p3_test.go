@@ -205,33 +205,9 @@ func parallel(n int, f func(i int) error) error {
 
 // plain creates and rolls the 2N Deployments.
 func (r *p3Run) plain(b *testing.B) {
-	ctx := context.Background()
-	ns := fmt.Sprintf("p3-plain-%d", r.round)
-	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		b.Fatal(err)
-	}
-	c := r.watch(b, ns)
-	defer c.stop()
-	begin := time.Now()
-	if err := parallel(2*r.n, func(i int) error { return r.k8s.Create(ctx, plainDeployment(ns, i, "vllm:v1")) }); err != nil {
-		b.Fatal(err)
-	}
-	r.waitFor(b, "plain create", func() bool { return c.plainDone(2*r.n, "vllm:v1") && c.podsOf(ns) == 3*r.n })
-	r.plainCreate = time.Since(begin)
-	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("plain-%d", r.round))
-	begin = time.Now()
-	cpu0 := processCPU()
-	if err := parallel(2*r.n, func(i int) error {
-		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"vllm:v2"}]}}}}`)
-		return r.k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plainName(i)}}, client.RawPatch("application/strategic-merge-patch+json", patch))
-	}); err != nil {
-		b.Fatal(err)
-	}
-	r.waitFor(b, "plain rollout", func() bool { return c.plainDone(2*r.n, "vllm:v2") && c.podsOf(ns) == 3*r.n })
-	r.plainRoll = time.Since(begin)
-	r.plainCPU = cpu0.since()
-	stopCluster()
-	r.deleteNamespace(b, ns, c)
+	r.plainCreate, r.plainRoll, r.plainCPU = r.plainArm(b, "plain", 2*r.n, func(ns string, i int) []client.Object {
+		return []client.Object{plainDeployment(ns, i, "vllm:v1")}
+	}, 2*r.n, 3*r.n, true)
 }
 
 // plainGraphs creates and rolls the same N graphs without the operator: the Deployments
@@ -245,16 +221,29 @@ func (r *p3Run) plain(b *testing.B) {
 // operator's own share. The graph label is renamed so the operator's caches (which
 // select it) hold none of these objects.
 func (r *p3Run) plainGraphs(b *testing.B) {
+	r.graphCreate, r.graphRoll, r.graphCPU = r.plainArm(b, "graph", r.n, func(ns string, i int) []client.Object {
+		return plainGraph(b, ns, i, "vllm:v1")
+	}, 3*r.n, 4*r.n, false)
+}
+
+// plainArm creates objects(ns, i) for i < sets in a new namespace p3-<name>-<round>,
+// waits until its deployments Deployments and pods pods are ready, then changes the
+// image of the 2N worker Deployments and times kube-controller-manager's rollout
+// (profiling the cluster over it when profile is set, and P3_PROFILE names a
+// directory). It returns the create and rollout times and the CPU each process used
+// over the rollout.
+func (r *p3Run) plainArm(b *testing.B, name string, sets int, objects func(ns string, i int) []client.Object,
+	deployments, pods int, profile bool) (create, roll time.Duration, cpu cpuTimes) {
 	ctx := context.Background()
-	ns := fmt.Sprintf("p3-graph-%d", r.round)
+	ns := fmt.Sprintf("p3-%s-%d", name, r.round)
 	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
 	c := r.watch(b, ns)
 	defer c.stop()
 	begin := time.Now()
-	if err := parallel(r.n, func(i int) error {
-		for _, o := range plainGraph(b, ns, i, "vllm:v1") {
+	if err := parallel(sets, func(i int) error {
+		for _, o := range objects(ns, i) {
 			if err := r.k8s.Create(ctx, o); err != nil {
 				return err
 			}
@@ -263,8 +252,12 @@ func (r *p3Run) plainGraphs(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	r.waitFor(b, "plain graphs create", func() bool { return c.plainDone(3*r.n, "vllm:v1") && c.podsOf(ns) == 4*r.n })
-	r.graphCreate = time.Since(begin)
+	r.waitFor(b, name+" create", func() bool { return c.plainDone(deployments, "vllm:v1") && c.podsOf(ns) == pods })
+	create = time.Since(begin)
+	stopCluster := func() {}
+	if profile {
+		stopCluster = profileCluster(b, r.cl, fmt.Sprintf("plain-%d", r.round))
+	}
 	begin = time.Now()
 	cpu0 := processCPU()
 	if err := parallel(2*r.n, func(i int) error {
@@ -273,10 +266,11 @@ func (r *p3Run) plainGraphs(b *testing.B) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	r.waitFor(b, "plain graphs rollout", func() bool { return c.plainDone(3*r.n, "vllm:v2") && c.podsOf(ns) == 4*r.n })
-	r.graphRoll = time.Since(begin)
-	r.graphCPU = cpu0.since()
+	r.waitFor(b, name+" rollout", func() bool { return c.plainDone(deployments, "vllm:v2") && c.podsOf(ns) == pods })
+	roll, cpu = time.Since(begin), cpu0.since()
+	stopCluster()
 	r.deleteNamespace(b, ns, c)
+	return create, roll, cpu
 }
 
 // p3GraphLabel replaces the graph label on plainGraphs' objects.
