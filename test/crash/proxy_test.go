@@ -4,31 +4,24 @@ package crash
 
 import (
 	"fmt"
-	"io"
-	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/http/httputil"
-	"net/url"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"k8s.io/client-go/rest"
-
 	"github.com/dgd-rollout/operator/test/opproc"
 )
 
-// writeProxy sits between an operator process and the API server (TLS on 127.0.0.1,
-// forwarding as the cluster admin) and sees every request. For each write (POST, PUT,
-// PATCH, DELETE; Events and Leases excepted) it asks afterWrite whether to kill the
-// operator once the API server has applied it: then it calls kill, which must SIGKILL
-// the operator, before the response is sent, so the operator dies with exactly that
-// write done and the next one not started — a deterministic crash point.
+// writeProxy sits between an operator process and the API server (opproc.ServeProxy:
+// plain HTTP on 127.0.0.1, forwarding as the cluster admin) and sees every request.
+// For each write (POST, PUT, PATCH, DELETE; Events and Leases excepted) it asks
+// afterWrite whether to kill the operator once the API server has applied it: then it
+// calls kill, which must SIGKILL the operator, before the response is sent, so the
+// operator dies with exactly that write done and the next one not started — a
+// deterministic crash point.
 type writeProxy struct {
 	kubeconfig string
 	srv        *http.Server
@@ -42,32 +35,13 @@ type writeProxy struct {
 
 func startWriteProxy(t *testing.T, e *env) *writeProxy {
 	t.Helper()
-	target, err := url.Parse(e.cl.Config.Host)
+	p := &writeProxy{kubeconfig: filepath.Join(e.dir, fmt.Sprintf("proxy-%d.kubeconfig", time.Now().UnixNano()))}
+	srv, err := opproc.ServeProxy(e.cl.Config, p.kubeconfig, p.handler)
 	if err != nil {
 		t.Fatal(err)
 	}
-	transport, err := rest.TransportFor(e.cl.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0") // plain HTTP, as opproc.Kubeconfig says
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &writeProxy{}
-	rp := &httputil.ReverseProxy{
-		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
-		Transport:     transport,
-		FlushInterval: -1, // watches stream
-		ErrorLog:      log.New(io.Discard, "", 0),
-	}
-	p.srv = &http.Server{Handler: p.handler(rp), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
-	go func() { _ = p.srv.Serve(ln) }()
+	p.srv = srv
 	t.Cleanup(func() { _ = p.srv.Close() })
-	p.kubeconfig = filepath.Join(e.dir, fmt.Sprintf("proxy-%d.kubeconfig", time.Now().UnixNano()))
-	if err := os.WriteFile(p.kubeconfig, opproc.Kubeconfig(ln.Addr().String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
 	return p
 }
 

@@ -79,6 +79,22 @@ type Proxy struct {
 
 // StartProxy starts a proxy to the API server of cfg, writing its kubeconfig into dir.
 func StartProxy(cfg *rest.Config, dir string) (*Proxy, error) {
+	p := &Proxy{Kubeconfig: filepath.Join(dir, "proxy.kubeconfig")}
+	srv, err := ServeProxy(cfg, p.Kubeconfig, func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			i := p.record(r)
+			next.ServeHTTP(w, r)
+			p.took(i)
+		})
+	})
+	p.srv = srv
+	return p, err
+}
+
+// ServeProxy serves a reverse proxy of the API server of cfg (with cfg's credentials)
+// on a plain HTTP port of 127.0.0.1, every request going through wrap, and writes a
+// kubeconfig for it to kubeconfig. Watches stream. Close the server to stop it.
+func ServeProxy(cfg *rest.Config, kubeconfig string, wrap func(next http.Handler) http.Handler) (*http.Server, error) {
 	target, err := url.Parse(cfg.Host)
 	if err != nil {
 		return nil, err
@@ -91,21 +107,19 @@ func StartProxy(cfg *rest.Config, dir string) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{Kubeconfig: filepath.Join(dir, "proxy.kubeconfig")}
 	rp := &httputil.ReverseProxy{
 		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(target); r.Out.Host = target.Host },
 		Transport:     transport,
 		FlushInterval: -1,
 		ErrorLog:      log.New(io.Discard, "", 0),
 	}
-	p.srv = &http.Server{ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0),
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			i := p.record(r)
-			rp.ServeHTTP(w, r)
-			p.took(i)
-		})}
-	go func() { _ = p.srv.Serve(ln) }()
-	return p, os.WriteFile(p.Kubeconfig, Kubeconfig(ln.Addr().String()), 0o600)
+	srv := &http.Server{Handler: wrap(rp), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(io.Discard, "", 0)}
+	go func() { _ = srv.Serve(ln) }()
+	if err := os.WriteFile(kubeconfig, Kubeconfig(ln.Addr().String()), 0o600); err != nil {
+		_ = srv.Close()
+		return nil, err
+	}
+	return srv, nil
 }
 
 // Kubeconfig is a kubeconfig for a plain HTTP proxy of the API server listening on
