@@ -456,11 +456,21 @@ func retryConflict(f func() error) error {
 	}
 }
 
+// deleteNamespace deletes ns and waits until the namespace itself is gone, not only its
+// pods: kube-controller-manager's namespace controller deletes the rest (Services,
+// EndpointSlices, ReplicaSets, RBAC, Events) after the pods, and that work must not
+// overlap the next arm's measurement.
 func (r *p3Run) deleteNamespace(b *testing.B, ns string, c *p3Cache) {
-	if err := r.k8s.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+	ctx := context.Background()
+	if err := r.k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
 	}
-	r.waitFor(b, "namespace deletion", func() bool { return c.podsOf(ns) == 0 })
+	r.waitFor(b, "namespace deletion", func() bool {
+		if c.podsOf(ns) != 0 {
+			return false
+		}
+		return apierrors.IsNotFound(r.k8s.Get(ctx, client.ObjectKey{Name: ns}, &corev1.Namespace{}))
+	})
 }
 
 func (r *p3Run) report(b *testing.B, rss int64) {
