@@ -14,7 +14,7 @@ import (
 )
 
 // ControllerUIDIndex is the cache index of an object's controller's UID: the DGD's for
-// its workloads and ControllerRevisions. Listing by it reads (and copies) only one
+// its workloads, Services and Ingresses. Listing by it reads (and copies) only one
 // graph's objects, where a namespace list copies every graph's: with 500 graphs in a
 // namespace, every pass of every graph would copy all 1,500 of their Deployments.
 const ControllerUIDIndex = "dgd.nvidia.com/controller-uid"
@@ -62,20 +62,24 @@ func ListControlled(ctx context.Context, c client.Reader, list client.ObjectList
 
 // GraphIndex is the cache index of an object's graph label (v1alpha1.LabelGraph), for
 // objects the DGD does not own directly: its pods (owned by ReplicaSets, StatefulSets,
-// PodCliques). Listing by it reads one graph's pods, where a label selector over the
+// PodCliques); and for its ControllerRevisions, which the revisions package lists by
+// that label (with or without a cache) and then keeps those the DGD controls. Listing by it reads one graph's pods, where a label selector over the
 // namespace tests every graph's.
 const GraphIndex = "dgd.nvidia.com/graph"
 
 // IndexGraph registers GraphIndex on obj's kind (a metav1.PartialObjectMetadata with
 // its kind set indexes the metadata-only cache).
 func IndexGraph(ctx context.Context, indexer client.FieldIndexer, obj client.Object) error {
-	if err := indexer.IndexField(ctx, obj, GraphIndex, func(o client.Object) []string {
-		if g := o.GetLabels()[v1alpha1.LabelGraph]; g != "" {
-			return []string{g}
-		}
-		return nil
-	}); err != nil {
+	if err := indexer.IndexField(ctx, obj, GraphIndex, GraphOf); err != nil {
 		return fmt.Errorf("indexing %T by graph: %w", obj, err)
+	}
+	return nil
+}
+
+// GraphOf is GraphIndex's value for o: its graph label, if any.
+func GraphOf(o client.Object) []string {
+	if g := o.GetLabels()[v1alpha1.LabelGraph]; g != "" {
+		return []string{g}
 	}
 	return nil
 }

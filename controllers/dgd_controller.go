@@ -164,10 +164,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	indexed := map[reflect.Type]bool{}
 	// So are the Services and Ingresses it prunes; pods, owned by the workloads, by graph.
 	ctx := context.Background()
+	// So are its ControllerRevisions (revisions.NewHistory lists them by graph).
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-	if err := backends.IndexGraph(ctx, mgr.GetFieldIndexer(), pod); err != nil {
-		return err
+	for _, obj := range []client.Object{pod, &appsv1.ControllerRevision{}} {
+		if err := backends.IndexGraph(ctx, mgr.GetFieldIndexer(), obj); err != nil {
+			return err
+		}
 	}
 	controlled := []client.Object{&corev1.Service{}, &networkingv1.Ingress{}}
 	for _, be := range r.Backends.All() {

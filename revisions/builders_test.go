@@ -9,9 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 )
 
 const sampleImage = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.0"
@@ -104,6 +107,22 @@ func implementations() []implementation {
 		{name: "client", new: func(t *testing.T, seed ...*appsv1.ControllerRevision) Interface {
 			s := testScheme(t)
 			b := fake.NewClientBuilder().WithScheme(s)
+			for _, rev := range seed {
+				b = b.WithObjects(rev.DeepCopy())
+			}
+			return NewHistory(b.Build(), s)
+		}},
+		// As the operator's cache serves it: indexed by graph, and a list by label (the
+		// whole namespace's revisions tested) fails the test.
+		{name: "indexed client", new: func(t *testing.T, seed ...*appsv1.ControllerRevision) Interface {
+			s := testScheme(t)
+			b := fake.NewClientBuilder().WithScheme(s).WithIndex(&appsv1.ControllerRevision{}, backends.GraphIndex, backends.GraphOf).
+				WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
+					if o := (&client.ListOptions{}).ApplyOptions(opts); o.LabelSelector != nil {
+						t.Errorf("listed revisions by label %s, not through the graph index", o.LabelSelector)
+					}
+					return c.List(ctx, l, opts...)
+				}})
 			for _, rev := range seed {
 				b = b.WithObjects(rev.DeepCopy())
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 )
 
 // maxCreateAttempts bounds the collision loop of Create. With a 32-bit hash, one
@@ -157,8 +158,9 @@ func NewHistory(c client.Client, scheme *runtime.Scheme) Interface {
 // List implements Interface.
 func (h *clientHistory) List(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]*appsv1.ControllerRevision, error) {
 	var list appsv1.ControllerRevisionList
-	if err := h.client.List(ctx, &list, client.InNamespace(dgd.Namespace),
-		client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}); err != nil {
+	// Through the cache's graph index where it has one: a label selector over the
+	// namespace tests (and a cache list copies) every graph's revisions, on every pass.
+	if err := backends.ListGraph(ctx, h.client, &list, dgd.Namespace, dgd.Name); err != nil {
 		return nil, fmt.Errorf("listing ControllerRevisions of DynamoGraphDeployment %s/%s: %w",
 			dgd.Namespace, dgd.Name, err)
 	}
