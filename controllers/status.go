@@ -64,7 +64,11 @@ func (p *pass) fillCounts(st *v1alpha1.DynamoGraphDeploymentStatus) {
 			if !w.Terminating {
 				ss.Workloads = append(ss.Workloads, v1alpha1.WorkloadStatus{Name: w.Name, Revision: p.revisionOfWorkload(w), Replicas: w.Replicas, ReadyReplicas: w.Ready})
 			}
-			if w.Replicas > 0 || w.pods > 0 {
+			// A workload being deleted no longer counts, though its pods still
+			// terminate: they are out of discovery (not ready in the EndpointSlices),
+			// and counting them would cost a status write per service when they are
+			// gone, after the rollout has completed.
+			if w.Replicas > 0 || (w.pods > 0 && !w.Terminating) {
 				ss.RuntimeNamespaces = appendUnique(ss.RuntimeNamespaces, backends.EffectiveNamespace(p.dgd, w.Hash != "", w.Hash))
 			}
 		}

@@ -427,7 +427,8 @@ type ServiceStatus struct {
 	// Workloads are the service's workloads, newest revision first.
 	// +optional
 	Workloads []WorkloadStatus `json:"workloads,omitempty"`
-	// RuntimeNamespaces are the effective Dynamo namespaces the service's replicas use.
+	// RuntimeNamespaces are the effective Dynamo namespaces the service's replicas use:
+	// those of its workloads with replicas or pods, not of one being deleted.
 	// +optional
 	RuntimeNamespaces []string `json:"runtimeNamespaces,omitempty"`
 	// Message says why the service is short of ready replicas when the operator knows,

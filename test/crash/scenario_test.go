@@ -419,10 +419,8 @@ func (s *scenario) settledProblems(w *world) []string {
 	if d.Status.CurrentRevision != d.Status.UpdateRevision {
 		out = append(out, fmt.Sprintf("status.currentRevision %s != status.updateRevision %s after the rollout", d.Status.CurrentRevision, d.Status.UpdateRevision))
 	}
-	// The status has seen the world settle: once the old revision's pods are gone, a
-	// worker service runs in the update revision's Dynamo namespace only. Without this
-	// a rollout could "settle" while the operator is down (a kill) and before it hears
-	// the last pod deletions, and the steady-state restarts would then rightly write.
+	// The status has seen the world settle: once the old revision's workloads are
+	// deleted, a worker service runs in the update revision's Dynamo namespace only.
 	for _, name := range d.WorkerServiceNames() {
 		ns := []string{backends.EffectiveNamespace(d, true, s.want)}
 		if got := d.Status.Services[name].RuntimeNamespaces; !slices.Equal(got, ns) {

@@ -6,12 +6,15 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers"
 	"github.com/dgd-rollout/operator/test/harness"
 )
@@ -109,6 +112,44 @@ var _ = Describe("steady state", func() {
 		after := rvs()
 		Eventually(reconciles).Should(BeNumerically(">", before), "the counter moves when a reconcile has returned")
 		Expect(rvs()).To(Equal(after))
+	})
+})
+
+var _ = Describe("completion", func() {
+	It("writes its last status with the step that deletes the old revision: the old pods going afterwards write nothing", func() {
+		ns := newNamespace()
+		s := deploy(harness.NewDGD(ns, "tail").Disagg(1, 1, "vllm:v1").Obj())
+		var oldHash string
+		for _, d := range s.All {
+			if d.Labels[v1alpha1.LabelService] == "decode" {
+				oldHash = d.Labels[v1alpha1.LabelWorkerHash]
+			}
+		}
+		Expect(oldHash).NotTo(BeEmpty())
+		By("a decode pod of revision 1 outlives its Deployment, as a terminating pod does")
+		pod := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tail-decode-old", Labels: map[string]string{
+				v1alpha1.LabelGraph: "tail", v1alpha1.LabelService: "decode", v1alpha1.LabelWorkerHash: oldHash}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1"}}},
+		}
+		Expect(env.Client.Create(ctx, pod)).To(Succeed())
+		update(ns, "tail", harness.Image("vllm:v2"))
+		_, err := env.Drive(ctx, ns, "tail", -1, 40, harness.CompletedAt(2))
+		Expect(err).NotTo(HaveOccurred())
+		d := getDGD(ns, "tail")
+		Expect(d.Status.RollingUpdate.Phase).To(Equal(v1alpha1.RolloutCompleted))
+		var newHash string
+		for _, w := range d.Status.Services["decode"].Workloads {
+			newHash = w.Name[strings.LastIndex(w.Name, "-")+1:]
+		}
+		Expect(newHash).NotTo(Equal(oldHash))
+		Expect(d.Status.Services["decode"].RuntimeNamespaces).To(Equal([]string{backends.EffectiveNamespace(d, true, newHash)}),
+			"a deleted workload's terminating pods are out of discovery")
+		By("the old pod going starts a pass that finds the status unchanged")
+		before := reconciles()
+		Expect(env.Client.Delete(ctx, pod)).To(Succeed())
+		Eventually(reconciles).Should(BeNumerically(">", before), "the counter moves when a reconcile has returned")
+		Expect(getDGD(ns, "tail").ResourceVersion).To(Equal(d.ResourceVersion))
 	})
 })
 
