@@ -80,12 +80,22 @@ const (
 var p3Profile = os.Getenv("P3_PROFILE")
 
 func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
-	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
-		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
-	}
 	n := 500
 	if v, err := strconv.Atoi(os.Getenv("P3_N")); err == nil && v > 0 {
 		n = v
+	}
+	runP3(b, n, b.N, 10*time.Second, func(r *p3Run) {
+		rss, _ := r.op.PeakRSS()
+		r.report(b, rss)
+	})
+}
+
+// runP3 runs P3 at n graphs for rounds rounds on one local control plane and one
+// operator process, and hands each finished round to done. steady is the window in
+// which the operator's writes in steady state are counted (0: not counted).
+func runP3(b testing.TB, n, rounds int, steady time.Duration, done func(*p3Run)) {
+	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
+		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
 	}
 	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
@@ -130,13 +140,12 @@ func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for i := 0; i < b.N; i++ {
-		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl, op: op}
+	for i := 0; i < rounds; i++ {
+		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl, op: op, steadyWindow: steady}
 		r.plain(b)
 		r.plainGraphs(b)
 		r.graphs(b)
-		rss, _ := op.PeakRSS()
-		r.report(b, rss)
+		done(&r)
 	}
 }
 
@@ -149,6 +158,8 @@ type p3Run struct {
 	proxy *opproc.Proxy
 	op    *opproc.Process
 	round int
+	// steadyWindow is how long the operator's writes in steady state are counted.
+	steadyWindow time.Duration
 
 	plainCreate, plainRoll, dgdCreate, dgdRoll time.Duration
 	graphCreate, graphRoll                     time.Duration            // the plain graphs (plainGraphs)
@@ -164,7 +175,7 @@ type p3Run struct {
 
 // waitFor polls cond until it holds; P3's phases take longer as N grows (2 s per
 // graph at most, 3 minutes at least).
-func (r *p3Run) waitFor(b *testing.B, what string, cond func() bool) {
+func (r *p3Run) waitFor(b testing.TB, what string, cond func() bool) {
 	deadline := time.Now().Add(max(3*time.Minute, time.Duration(r.n)*2*time.Second))
 	for !cond() {
 		if time.Now().After(deadline) {
@@ -204,7 +215,7 @@ func parallel(n int, f func(i int) error) error {
 }
 
 // plain creates and rolls the 2N Deployments.
-func (r *p3Run) plain(b *testing.B) {
+func (r *p3Run) plain(b testing.TB) {
 	r.plainCreate, r.plainRoll, r.plainCPU = r.plainArm(b, "plain", 2*r.n, func(ns string, i int) []client.Object {
 		return []client.Object{plainDeployment(ns, i, "vllm:v1")}
 	}, 2*r.n, 3*r.n, true)
@@ -220,7 +231,7 @@ func (r *p3Run) plain(b *testing.B) {
 // Dynamo graph costs Kubernetes' own controllers, so the DGDs' ratio to it is the
 // operator's own share. The graph label is renamed so the operator's caches (which
 // select it) hold none of these objects.
-func (r *p3Run) plainGraphs(b *testing.B) {
+func (r *p3Run) plainGraphs(b testing.TB) {
 	r.graphCreate, r.graphRoll, r.graphCPU = r.plainArm(b, "graph", r.n, func(ns string, i int) []client.Object {
 		return plainGraph(b, ns, i, "vllm:v1")
 	}, 3*r.n, 4*r.n, false)
@@ -232,7 +243,7 @@ func (r *p3Run) plainGraphs(b *testing.B) {
 // (profiling the cluster over it when profile is set, and P3_PROFILE names a
 // directory). It returns the create and rollout times and the CPU each process used
 // over the rollout.
-func (r *p3Run) plainArm(b *testing.B, name string, sets int, objects func(ns string, i int) []client.Object,
+func (r *p3Run) plainArm(b testing.TB, name string, sets int, objects func(ns string, i int) []client.Object,
 	deployments, pods int, profile bool) (create, roll time.Duration, cpu cpuTimes) {
 	ctx := context.Background()
 	ns := fmt.Sprintf("p3-%s-%d", name, r.round)
@@ -280,7 +291,7 @@ const p3GraphLabel = "p3.bench/graph"
 // frontend, prefill and decode Deployments and Services, as the operator renders them
 // for a DGD of that shape (harness.NewDGD(...).Disagg(2, 1)), without revisions: one
 // Deployment and one Service per component.
-func plainGraph(b *testing.B, ns string, i int, image string) []client.Object {
+func plainGraph(b testing.TB, ns string, i int, image string) []client.Object {
 	dgd := harness.NewDGD(ns, fmt.Sprintf("g%04d", i)).Disagg(2, 1, image).Obj()
 	cfg := render.Config{DiscoveryBackend: render.DiscoveryKubernetes}
 	relabel := func(m map[string]string) {
@@ -349,7 +360,7 @@ func plainDeployment(ns string, i int, image string) *appsv1.Deployment {
 }
 
 // graphs creates and rolls the N DGDs and measures the operator.
-func (r *p3Run) graphs(b *testing.B) {
+func (r *p3Run) graphs(b testing.TB) {
 	ctx := context.Background()
 	ns := fmt.Sprintf("p3-dgd-%d", r.round)
 	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -416,11 +427,13 @@ func (r *p3Run) graphs(b *testing.B) {
 	}
 	r.latencies = c.latencies(reqs, ns)
 	trace(reqs, ns, begin, "rollout")
-	quiet := time.Now()
-	time.Sleep(10 * time.Second) // a measurement window, not a wait: steady state writes nothing
-	for _, q := range r.proxy.Requests(quiet) {
-		if q.Write() && q.Namespace == ns {
-			r.steady++
+	if r.steadyWindow > 0 {
+		quiet := time.Now()
+		time.Sleep(r.steadyWindow) // a measurement window, not a wait: steady state writes nothing
+		for _, q := range r.proxy.Requests(quiet) {
+			if q.Write() && q.Namespace == ns {
+				r.steady++
+			}
 		}
 	}
 	r.deleteNamespace(b, ns, c)
@@ -428,7 +441,7 @@ func (r *p3Run) graphs(b *testing.B) {
 
 // operatorSteps reads the operator's dgd_rollout_steps_total (passes that moved
 // replicas), summed over every DGD, from its metrics endpoint.
-func (r *p3Run) operatorSteps(b *testing.B) int {
+func (r *p3Run) operatorSteps(b testing.TB) int {
 	resp, err := http.Get("http://" + p3Metrics + "/metrics")
 	if err != nil {
 		b.Fatal(err)
@@ -460,7 +473,7 @@ func retryConflict(f func() error) error {
 // pods: kube-controller-manager's namespace controller deletes the rest (Services,
 // EndpointSlices, ReplicaSets, RBAC, Events) after the pods, and that work must not
 // overlap the next arm's measurement.
-func (r *p3Run) deleteNamespace(b *testing.B, ns string, c *p3Cache) {
+func (r *p3Run) deleteNamespace(b testing.TB, ns string, c *p3Cache) {
 	ctx := context.Background()
 	if err := r.k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		b.Fatal(err)
@@ -623,7 +636,7 @@ type readinessChange struct {
 	at    time.Time
 }
 
-func (r *p3Run) watch(b *testing.B, ns string) *p3Cache {
+func (r *p3Run) watch(b testing.TB, ns string) *p3Cache {
 	c, err := cache.New(r.cfg, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		b.Fatal(err)
@@ -734,7 +747,7 @@ func (c *p3Cache) latencies(reqs []opproc.Request, ns string) []time.Duration {
 // profile starts a CPU profile of the operator's first 60 s of the rollout (when
 // P3_PROFILE is set) and returns the function that waits for it to be written to
 // P3_PROFILE/name.
-func profile(b *testing.B, name string) func() {
+func profile(b testing.TB, name string) func() {
 	if p3Profile == "" {
 		return func() {}
 	}
@@ -749,7 +762,7 @@ func profile(b *testing.B, name string) func() {
 // profileCluster starts 20 s CPU profiles of kube-apiserver and
 // kube-controller-manager (when P3_PROFILE is set), written to
 // P3_PROFILE/<component>-<name>.pprof, and returns the function that waits for them.
-func profileCluster(b *testing.B, cl *cluster.Cluster, name string) func() {
+func profileCluster(b testing.TB, cl *cluster.Cluster, name string) func() {
 	if p3Profile == "" {
 		return func() {}
 	}
@@ -788,7 +801,7 @@ func profileCluster(b *testing.B, cl *cluster.Cluster, name string) func() {
 }
 
 // fetch writes the operator's pprof endpoint path to P3_PROFILE/name.
-func fetch(b *testing.B, path, name string) {
+func fetch(b testing.TB, path, name string) {
 	if p3Profile == "" {
 		return
 	}
@@ -808,7 +821,7 @@ func fetch(b *testing.B, path, name string) {
 }
 
 // copyMetrics writes the operator's Prometheus metrics to P3_PROFILE/name.
-func copyMetrics(b *testing.B, name string) {
+func copyMetrics(b testing.TB, name string) {
 	resp, err := http.Get("http://" + p3Metrics + "/metrics")
 	if err != nil {
 		b.Logf("metrics: %v", err)
