@@ -218,7 +218,7 @@ func parallel(n int, f func(i int) error) error {
 func (r *p3Run) plain(b testing.TB) {
 	r.plainCreate, r.plainRoll, r.plainCPU = r.plainArm(b, "plain", 2*r.n, func(ns string, i int) []client.Object {
 		return []client.Object{plainDeployment(ns, i, "vllm:v1")}
-	}, 2*r.n, 3*r.n, true)
+	}, 2*r.n, 3*r.n)
 }
 
 // plainGraphs creates and rolls the same N graphs without the operator: the Deployments
@@ -234,17 +234,16 @@ func (r *p3Run) plain(b testing.TB) {
 func (r *p3Run) plainGraphs(b testing.TB) {
 	r.graphCreate, r.graphRoll, r.graphCPU = r.plainArm(b, "graph", r.n, func(ns string, i int) []client.Object {
 		return plainGraph(b, ns, i, "vllm:v1")
-	}, 3*r.n, 4*r.n, false)
+	}, 3*r.n, 4*r.n)
 }
 
 // plainArm creates objects(ns, i) for i < sets in a new namespace p3-<name>-<round>,
 // waits until its deployments Deployments and pods pods are ready, then changes the
 // image of the 2N worker Deployments and times kube-controller-manager's rollout
-// (profiling the cluster over it when profile is set, and P3_PROFILE names a
-// directory). It returns the create and rollout times and the CPU each process used
-// over the rollout.
+// (profiling the cluster over it when P3_PROFILE names a directory). It returns the
+// create and rollout times and the CPU each process used over the rollout.
 func (r *p3Run) plainArm(b testing.TB, name string, sets int, objects func(ns string, i int) []client.Object,
-	deployments, pods int, profile bool) (create, roll time.Duration, cpu cpuTimes) {
+	deployments, pods int) (create, roll time.Duration, cpu cpuTimes) {
 	ctx := context.Background()
 	ns := fmt.Sprintf("p3-%s-%d", name, r.round)
 	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -265,10 +264,7 @@ func (r *p3Run) plainArm(b testing.TB, name string, sets int, objects func(ns st
 	}
 	r.waitFor(b, name+" create", func() bool { return c.plainDone(deployments, "vllm:v1") && c.podsOf(ns) == pods })
 	create = time.Since(begin)
-	stopCluster := func() {}
-	if profile {
-		stopCluster = profileCluster(b, r.cl, fmt.Sprintf("plain-%d", r.round))
-	}
+	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("%s-%d", name, r.round))
 	begin = time.Now()
 	cpu0 := processCPU()
 	if err := parallel(2*r.n, func(i int) error {
