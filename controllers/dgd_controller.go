@@ -59,6 +59,9 @@ type Reconciler struct {
 	Middleware func(reconcile.Reconciler) reconcile.Reconciler
 
 	expected expectations
+	// unscheduled shares each namespace's list of pods the scheduler could not place
+	// among its DGDs (findUnschedulable).
+	unscheduled unscheduledPods
 	// statusRV remembers, per DGD, the resourceVersion of the operator's last status
 	// write (see fresh).
 	statusRV sync.Map
