@@ -38,6 +38,11 @@ func TestP3Smoke(t *testing.T) {
 		if len(r.latencies) == 0 {
 			t.Error("no readiness change was paired with an operator write")
 		}
+		for arm, c := range map[string]armCost{"plain": r.plainCost, "plain graphs": r.graphCost, "DGDs": r.dgdCost} {
+			if c.requests["POST pods"] < float64(n) {
+				t.Errorf("%s: the API server's requests over the rollout were not counted (%v)", arm, c.requests)
+			}
+		}
 		if rss, err := r.op.PeakRSS(); err != nil || rss == 0 {
 			t.Errorf("the operator's peak RSS: %d, %v", rss, err)
 		}

@@ -25,6 +25,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -69,9 +70,10 @@ var p3Flags = []string{"--leader-elect=false", "--metrics-bind-address=" + p3Met
 	"--kube-api-qps=500", "--kube-api-burst=1000"}
 
 // p3Metrics is where the operator process serves its Prometheus metrics in P3, and
-// p3Pprof its pprof endpoints when P3_PROFILE names a directory: the operator's CPU
-// profile over the DGD rollout's first minute and its heap at the rollout's end are
-// written there.
+// p3Pprof its pprof endpoints when P3_PROFILE names a directory: CPU profiles of the
+// operator over the DGD rollout, its heap at the end of the create and of the rollout,
+// and its log are written there (with P3_DEBUG set, its debug log: it costs the
+// operator a third more CPU).
 const (
 	p3Metrics = "127.0.0.1:18383"
 	p3Pprof   = "127.0.0.1:18384"
@@ -127,6 +129,8 @@ func runP3(b testing.TB, n, rounds int, steady time.Duration, done func(*p3Run))
 	logDir := dir
 	if p3Profile != "" {
 		logDir = p3Profile // kept, with the profiles
+	}
+	if os.Getenv("P3_DEBUG") != "" {
 		flags = append(flags, "--zap-log-level=debug")
 	}
 	op, err := opproc.Start(bin, proxy.Kubeconfig, filepath.Join(logDir, "operator.log"), flags...)
@@ -166,11 +170,12 @@ type p3Run struct {
 	rssIdle, rssCreate                         int64                    // the operator's peak RSS before the DGDs, and by the end of their create
 	createWrites                               int                      // writes but Events over the N creates
 	writes                                     map[string]int           // "VERB resource" over the DGD rollout
+	reads                                      map[string]int           // the same, GET and LIST requests (the cache's watches aside)
 	took                                       map[string]time.Duration // their total answer time
 	steps                                      int
 	steady                                     int
 	latencies                                  []time.Duration
-	plainCPU, graphCPU, dgdCPU                 map[string]float64 // CPU seconds per process over each rollout
+	plainCost, graphCost, dgdCost              armCost // what each rollout cost the machine
 }
 
 // waitFor polls cond until it holds; P3's phases take longer as N grows (2 s per
@@ -216,7 +221,7 @@ func parallel(n int, f func(i int) error) error {
 
 // plain creates and rolls the 2N Deployments.
 func (r *p3Run) plain(b testing.TB) {
-	r.plainCreate, r.plainRoll, r.plainCPU = r.plainArm(b, "plain", 2*r.n, func(ns string, i int) []client.Object {
+	r.plainCreate, r.plainRoll, r.plainCost = r.plainArm(b, "plain", 2*r.n, func(ns string, i int) []client.Object {
 		return []client.Object{plainDeployment(ns, i, "vllm:v1")}
 	}, 2*r.n, 3*r.n)
 }
@@ -232,7 +237,7 @@ func (r *p3Run) plain(b testing.TB) {
 // operator's own share. The graph label is renamed so the operator's caches (which
 // select it) hold none of these objects.
 func (r *p3Run) plainGraphs(b testing.TB) {
-	r.graphCreate, r.graphRoll, r.graphCPU = r.plainArm(b, "graph", r.n, func(ns string, i int) []client.Object {
+	r.graphCreate, r.graphRoll, r.graphCost = r.plainArm(b, "graph", r.n, func(ns string, i int) []client.Object {
 		return plainGraph(b, ns, i, "vllm:v1")
 	}, 3*r.n, 4*r.n)
 }
@@ -241,9 +246,9 @@ func (r *p3Run) plainGraphs(b testing.TB) {
 // waits until its deployments Deployments and pods pods are ready, then changes the
 // image of the 2N worker Deployments and times kube-controller-manager's rollout
 // (profiling the cluster over it when P3_PROFILE names a directory). It returns the
-// create and rollout times and the CPU each process used over the rollout.
+// create and rollout times and what the rollout cost.
 func (r *p3Run) plainArm(b testing.TB, name string, sets int, objects func(ns string, i int) []client.Object,
-	deployments, pods int) (create, roll time.Duration, cpu cpuTimes) {
+	deployments, pods int) (create, roll time.Duration, cost armCost) {
 	ctx := context.Background()
 	ns := fmt.Sprintf("p3-%s-%d", name, r.round)
 	if err := r.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
@@ -266,7 +271,7 @@ func (r *p3Run) plainArm(b testing.TB, name string, sets int, objects func(ns st
 	create = time.Since(begin)
 	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("%s-%d", name, r.round))
 	begin = time.Now()
-	cpu0 := processCPU()
+	done := r.measure(b)
 	if err := parallel(2*r.n, func(i int) error {
 		patch := []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"main","image":"vllm:v2"}]}}}}`)
 		return r.k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: plainName(i)}}, client.RawPatch("application/strategic-merge-patch+json", patch))
@@ -274,10 +279,10 @@ func (r *p3Run) plainArm(b testing.TB, name string, sets int, objects func(ns st
 		b.Fatal(err)
 	}
 	r.waitFor(b, name+" rollout", func() bool { return c.plainDone(deployments, "vllm:v2") && c.podsOf(ns) == pods })
-	roll, cpu = time.Since(begin), cpu0.since()
+	roll, cost = time.Since(begin), done()
 	stopCluster()
 	r.deleteNamespace(b, ns, c)
-	return create, roll, cpu
+	return create, roll, cost
 }
 
 // p3GraphLabel replaces the graph label on plainGraphs' objects.
@@ -386,10 +391,10 @@ func (r *p3Run) graphs(b testing.TB) {
 	}
 	trace(r.proxy.Requests(begin), ns, begin, "create")
 	stepsBefore := r.operatorSteps(b)
-	stopProfile := profile(b, fmt.Sprintf("cpu-%d.pprof", r.round))
+	stopProfile := profile(b, fmt.Sprintf("dgd-%d", r.round))
 	stopCluster := profileCluster(b, r.cl, fmt.Sprintf("dgd-%d", r.round))
 	begin = time.Now()
-	cpu0 := processCPU()
+	done := r.measure(b)
 	if err := parallel(r.n, func(i int) error {
 		return retryConflict(func() error {
 			var d v1alpha1.DynamoGraphDeployment
@@ -404,7 +409,7 @@ func (r *p3Run) graphs(b testing.TB) {
 	}
 	r.waitFor(b, "DGD rollout", func() bool { return c.graphsDone(r.n, 2) && c.podsOf(ns) == 4*r.n })
 	r.dgdRoll = time.Since(begin)
-	r.dgdCPU = cpu0.since()
+	r.dgdCost = done()
 	stopProfile()
 	stopCluster()
 	fetch(b, "/debug/pprof/heap", fmt.Sprintf("heap-%d.pprof", r.round))
@@ -413,12 +418,15 @@ func (r *p3Run) graphs(b testing.TB) {
 	}
 	r.steps = r.operatorSteps(b) - stepsBefore
 	reqs := r.proxy.Requests(begin)
-	r.writes = map[string]int{}
+	r.writes, r.reads = map[string]int{}, map[string]int{}
 	r.took = map[string]time.Duration{}
 	for _, q := range reqs {
-		if q.Write() && q.Namespace == ns {
+		switch {
+		case q.Write() && q.Namespace == ns:
 			r.writes[q.Verb+" "+q.Resource]++
 			r.took[q.Verb+" "+q.Resource] += q.Took
+		case !q.Write() && q.Verb != "WATCH" && (q.Namespace == ns || q.Namespace == ""):
+			r.reads[q.Verb+" "+q.Resource]++
 		}
 	}
 	r.latencies = c.latencies(reqs, ns)
@@ -530,6 +538,8 @@ func (r *p3Run) report(b *testing.B, rss int64) {
         %s
     per rollout step (%d steps, %.2f per graph): %.2f workload+status writes (target <= 2): %.2f workload, %.2f status; also %.2f Events, %.2f other objects
     readiness change -> next write for that graph: p50 %s, p99 %s (%d changes)
+    operator reads per graph rollout (its cache aside): %s
+    API server requests over the rollout: plain Deployments %.0f, plain graphs %.0f, DGDs %.0f; DGDs minus plain graphs, per graph: %s
     operator peak RSS %.0f MiB (target <= 150): %.0f MiB before the DGDs, %.0f MiB by the end of their create; writes in 10 s of steady state: %d (target 0)
     CPU seconds over the rollout (plain -> DGDs): %s
     CPU seconds over the rollout (plain graphs -> DGDs): %s
@@ -538,7 +548,135 @@ func (r *p3Run) report(b *testing.B, rss int64) {
 		r.n, 3*r.n, 3*r.n, r.graphCreate.Seconds(), r.graphRoll.Seconds(), graphRatio, graphCreate,
 		float64(total)/float64(r.n), strings.Join(parts, "\n        "), r.steps, steps/float64(r.n), perStep,
 		float64(workload)/steps, float64(status)/steps, float64(events)/steps, float64(objects)/steps,
-		p50.Round(time.Millisecond), p99.Round(time.Millisecond), len(r.latencies), float64(rss)/(1<<20), float64(r.rssIdle)/(1<<20), float64(r.rssCreate)/(1<<20), r.steady, cpuLine(r.plainCPU, r.dgdCPU), cpuLine(r.graphCPU, r.dgdCPU))
+		p50.Round(time.Millisecond), p99.Round(time.Millisecond), len(r.latencies), perGraph(r.reads, r.n),
+		r.plainCost.requests.total(), r.graphCost.requests.total(), r.dgdCost.requests.total(), r.dgdCost.requests.minus(r.graphCost.requests, r.n, 12), float64(rss)/(1<<20), float64(r.rssIdle)/(1<<20), float64(r.rssCreate)/(1<<20), r.steady, cpuLine(r.plainCost.cpu, r.dgdCost.cpu), cpuLine(r.graphCost.cpu, r.dgdCost.cpu))
+}
+
+// armCost is what one arm's rollout cost the machine: CPU seconds per process, and the
+// API server's requests by verb and resource (every client's).
+type armCost struct {
+	cpu      cpuTimes
+	requests apiCounts
+}
+
+// measure starts measuring a rollout; the function it returns ends the measure.
+func (r *p3Run) measure(b testing.TB) func() armCost {
+	cpu0, req0 := processCPU(), apiRequests(b, r.cl)
+	return func() armCost {
+		return armCost{cpu: cpu0.since(), requests: apiRequests(b, r.cl).since(req0)}
+	}
+}
+
+// apiCounts is kube-apiserver's apiserver_request_total summed by "VERB resource" (a
+// subresource after a slash: "PUT deployments/status").
+type apiCounts map[string]float64
+
+// apiRequests reads kube-apiserver's request counters from its metrics endpoint.
+func apiRequests(b testing.TB, cl *cluster.Cluster) apiCounts {
+	var buf strings.Builder
+	if err := cl.Fetch(context.Background(), "kube-apiserver", "/metrics", time.Minute, &buf); err != nil {
+		b.Fatalf("kube-apiserver metrics: %v", err)
+	}
+	out := apiCounts{}
+	for _, line := range strings.Split(buf.String(), "\n") {
+		rest, ok := strings.CutPrefix(line, "apiserver_request_total{")
+		if !ok {
+			continue
+		}
+		end := strings.LastIndexByte(rest, '}')
+		if end < 0 {
+			continue
+		}
+		v, err := strconv.ParseFloat(strings.TrimSpace(rest[end+1:]), 64)
+		if err != nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range strings.Split(rest[:end], ",") {
+			if k, val, ok := strings.Cut(kv, "="); ok {
+				labels[k] = strings.Trim(val, `"`)
+			}
+		}
+		key := labels["verb"] + " " + labels["resource"]
+		if sub := labels["subresource"]; sub != "" {
+			key += "/" + sub
+		}
+		out[key] += v
+	}
+	return out
+}
+
+// since is c minus an earlier reading.
+func (c apiCounts) since(earlier apiCounts) apiCounts {
+	out := apiCounts{}
+	for k, v := range c {
+		if d := v - earlier[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func (c apiCounts) total() float64 {
+	var t float64
+	for _, v := range c {
+		t += v
+	}
+	return t
+}
+
+// minus lists the largest differences of c to other, per graph of n: "+6.70 LIST pods".
+func (c apiCounts) minus(other apiCounts, n, top int) string {
+	keys := map[string]bool{}
+	for k := range c {
+		keys[k] = true
+	}
+	for k := range other {
+		keys[k] = true
+	}
+	type diff struct {
+		key string
+		d   float64
+	}
+	var ds []diff
+	var sum float64
+	for k := range keys {
+		if d := (c[k] - other[k]) / float64(n); d >= 0.005 || d <= -0.005 {
+			ds = append(ds, diff{k, d})
+			sum += d
+		}
+	}
+	sort.Slice(ds, func(i, j int) bool {
+		if a, b := math.Abs(ds[i].d), math.Abs(ds[j].d); a != b {
+			return a > b
+		}
+		return ds[i].key < ds[j].key
+	})
+	parts := []string{fmt.Sprintf("%+.2f in all", sum)}
+	for i, d := range ds {
+		if i == top {
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%+.2f %s", d.d, d.key))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// perGraph formats counts per graph of n: "GET dynamographdeployments 0.47, ...".
+func perGraph(counts map[string]int, n int) string {
+	keys := make([]string, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, 0, len(keys))
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(counts[k])/float64(n)))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }
 
 // cpuTimes is the CPU time (user + system, seconds) of the processes that play a part
@@ -740,59 +878,73 @@ func (c *p3Cache) latencies(reqs []opproc.Request, ns string) []time.Duration {
 	return out
 }
 
-// profile starts a CPU profile of the operator's first 60 s of the rollout (when
-// P3_PROFILE is set) and returns the function that waits for it to be written to
-// P3_PROFILE/name.
+// profileChunk is the length of each CPU profile P3_PROFILE takes over a rollout.
+const profileChunk = 10 * time.Second
+
+// profile profiles the operator over the DGD rollout when P3_PROFILE is set (see
+// profileLoop), into P3_PROFILE/operator-<name>-<i>.pprof.
 func profile(b testing.TB, name string) func() {
-	if p3Profile == "" {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fetch(b, "/debug/pprof/profile?seconds=60", name)
-	}()
-	return func() { <-done }
+	return profileLoop(b, "operator-"+name, func(w io.Writer) error {
+		resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p3Pprof, int(profileChunk.Seconds())))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = io.Copy(w, resp.Body)
+		return err
+	})
 }
 
-// profileCluster starts 20 s CPU profiles of kube-apiserver and
-// kube-controller-manager (when P3_PROFILE is set), written to
-// P3_PROFILE/<component>-<name>.pprof, and returns the function that waits for them.
+// profileCluster profiles kube-apiserver and kube-controller-manager over a rollout
+// when P3_PROFILE is set (see profileLoop), into P3_PROFILE/<component>-<name>-<i>.pprof.
 func profileCluster(b testing.TB, cl *cluster.Cluster, name string) func() {
+	var stops []func()
+	for _, c := range []string{"kube-apiserver", "kube-controller-manager"} {
+		stops = append(stops, profileLoop(b, c+"-"+name, func(w io.Writer) error {
+			return cl.Profile(context.Background(), c, profileChunk, w)
+		}))
+	}
+	return func() {
+		for _, stop := range stops {
+			stop()
+		}
+	}
+}
+
+// profileLoop takes consecutive CPU profiles of profileChunk with get, into
+// P3_PROFILE/<prefix>-<i>.pprof, until the function it returns is called; that
+// function waits for the last one (which may outlast the rollout by up to a chunk).
+// Nothing is profiled without P3_PROFILE. Join them with
+// `go tool pprof -proto <prefix>-*.pprof > merged.pprof`.
+func profileLoop(b testing.TB, prefix string, get func(w io.Writer) error) func() {
 	if p3Profile == "" {
 		return func() {}
 	}
-	apiMetrics := func(when string) { // the API server's request counts, by resource and verb
-		f, err := os.Create(filepath.Join(p3Profile, "kube-apiserver-metrics-"+name+"-"+when+".txt"))
-		if err != nil {
-			b.Logf("apiserver metrics: %v", err)
-			return
-		}
-		defer f.Close()
-		if err := cl.Fetch(context.Background(), "kube-apiserver", "/metrics", time.Minute, f); err != nil {
-			b.Logf("apiserver metrics: %v", err)
-		}
-	}
-	apiMetrics("start")
-	var wg sync.WaitGroup
-	for _, c := range []string{"kube-apiserver", "kube-controller-manager"} {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			f, err := os.Create(filepath.Join(p3Profile, c+"-"+name+".pprof"))
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			f, err := os.Create(filepath.Join(p3Profile, fmt.Sprintf("%s-%02d.pprof", prefix, i)))
 			if err != nil {
-				b.Logf("profile %s: %v", c, err)
+				b.Logf("profile %s: %v", prefix, err)
 				return
 			}
-			defer f.Close()
-			if err := cl.Profile(context.Background(), c, 20*time.Second, f); err != nil {
-				b.Logf("profile %s: %v", c, err)
+			err = get(f)
+			_ = f.Close()
+			if err != nil {
+				b.Logf("profile %s: %v", prefix, err)
+				return
 			}
-		}()
-	}
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
 	return func() {
-		wg.Wait()
-		apiMetrics("end")
+		close(stop)
+		<-done
 	}
 }
 
