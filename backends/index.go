@@ -63,8 +63,9 @@ func ListControlled(ctx context.Context, c client.Reader, list client.ObjectList
 // GraphIndex is the cache index of an object's graph label (v1alpha1.LabelGraph), for
 // objects the DGD does not own directly: its pods (owned by ReplicaSets, StatefulSets,
 // PodCliques); and for its ControllerRevisions, which the revisions package lists by
-// that label (with or without a cache) and then keeps those the DGD controls. Listing by it reads one graph's pods, where a label selector over the
-// namespace tests every graph's.
+// that label (with or without a cache) and then keeps those the DGD controls. Listing
+// by it reads one graph's objects, where a label selector over the namespace tests
+// every graph's.
 const GraphIndex = "dgd.nvidia.com/graph"
 
 // IndexGraph registers GraphIndex on obj's kind (a metav1.PartialObjectMetadata with
