@@ -35,8 +35,8 @@ func TestP3Smoke(t *testing.T) {
 		if st := r.writes["PUT dynamographdeployments/status"]; st < 3*n || st > 5*n {
 			t.Errorf("%d status writes over the rollout, want %d to %d", st, 3*n, 5*n)
 		}
-		if len(r.latencies) == 0 {
-			t.Error("no readiness change was paired with an operator write")
+		if len(r.gainLatencies) == 0 || len(r.latencies) < len(r.gainLatencies) {
+			t.Errorf("readiness changes paired with an operator write: %d, of which gains %d", len(r.latencies), len(r.gainLatencies))
 		}
 		for arm, c := range map[string]armCost{"plain": r.plainCost, "plain graphs": r.graphCost, "DGDs": r.dgdCost} {
 			if c.requests["POST pods"] < float64(n) {

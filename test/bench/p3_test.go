@@ -207,8 +207,8 @@ type p3Run struct {
 	took                                       map[string]time.Duration // their total answer time
 	steps                                      int
 	steady                                     int
-	latencies                                  []time.Duration
-	plainCost, graphCost, dgdCost              armCost // what each rollout cost the machine
+	latencies, gainLatencies                   []time.Duration // readiness change -> next write (every change, gains)
+	plainCost, graphCost, dgdCost              armCost         // what each rollout cost the machine
 }
 
 // waitFor polls cond until it holds; P3's phases take longer as N grows (2 s per
@@ -462,7 +462,7 @@ func (r *p3Run) graphs(b testing.TB) {
 			r.reads[q.Verb+" "+q.Resource]++
 		}
 	}
-	r.latencies = c.latencies(reqs, ns)
+	r.latencies, r.gainLatencies = c.latencies(reqs, ns)
 	trace(reqs, ns, begin, "rollout")
 	if r.steadyWindow > 0 {
 		quiet := time.Now()
@@ -553,6 +553,7 @@ func (r *p3Run) report(b *testing.B, rss int64) {
 	steps := float64(max(r.steps, 1))
 	perStep := float64(workload+status) / steps
 	p50, p99 := percentile(r.latencies, 50), percentile(r.latencies, 99)
+	g50, g99 := percentile(r.gainLatencies, 50), percentile(r.gainLatencies, 99)
 	b.ReportMetric(r.plainRoll.Seconds(), "deployments-s")
 	b.ReportMetric(r.dgdRoll.Seconds(), "dgds-s")
 	b.ReportMetric(ratio, "ratio")
@@ -570,9 +571,10 @@ func (r *p3Run) report(b *testing.B, rss int64) {
     operator writes per graph rollout: %.2f (verb resource: per graph, API server answer time)
         %s
     per rollout step (%d steps, %.2f per graph): %.2f workload+status writes (target <= 2): %.2f workload, %.2f status; also %.2f Events, %.2f other objects
-    readiness change -> next write for that graph: p50 %s, p99 %s (%d changes)
+    readiness gain -> next write for that graph: p50 %s, p99 %s (%d gains); any readiness change: p50 %s, p99 %s (%d changes)
     operator reads per graph rollout (its cache aside): %s
     API server requests over the rollout: plain Deployments %.0f, plain graphs %.0f, DGDs %.0f; DGDs minus plain graphs, per graph: %s
+    the nodes' side (KWOK, the node lifecycle controller), plain Deployments / plain graphs / DGDs: %s
     operator peak RSS %.0f MiB (target <= 150): %.0f MiB before the DGDs, %.0f MiB by the end of their create; writes in 10 s of steady state: %d (target 0)
     CPU seconds over the rollout (plain -> DGDs): %s
     CPU seconds over the rollout (plain graphs -> DGDs): %s
@@ -581,8 +583,10 @@ func (r *p3Run) report(b *testing.B, rss int64) {
 		r.n, 3*r.n, 3*r.n, r.graphCreate.Seconds(), r.graphRoll.Seconds(), graphRatio, graphCreate,
 		float64(total)/float64(r.n), strings.Join(parts, "\n        "), r.steps, steps/float64(r.n), perStep,
 		float64(workload)/steps, float64(status)/steps, float64(events)/steps, float64(objects)/steps,
+		g50.Round(time.Millisecond), g99.Round(time.Millisecond), len(r.gainLatencies),
 		p50.Round(time.Millisecond), p99.Round(time.Millisecond), len(r.latencies), perGraph(r.reads, r.n),
-		r.plainCost.requests.total(), r.graphCost.requests.total(), r.dgdCost.requests.total(), r.dgdCost.requests.minus(r.graphCost.requests, r.n, 12), float64(rss)/(1<<20), float64(r.rssIdle)/(1<<20), float64(r.rssCreate)/(1<<20), r.steady, cpuLine(r.plainCost.cpu, r.dgdCost.cpu), cpuLine(r.graphCost.cpu, r.dgdCost.cpu))
+		r.plainCost.requests.total(), r.graphCost.requests.total(), r.dgdCost.requests.total(), r.dgdCost.requests.minus(r.graphCost.requests, r.n, 12),
+		nodeSide(r.plainCost.requests, r.graphCost.requests, r.dgdCost.requests), float64(rss)/(1<<20), float64(r.rssIdle)/(1<<20), float64(r.rssCreate)/(1<<20), r.steady, cpuLine(r.plainCost.cpu, r.dgdCost.cpu), cpuLine(r.graphCost.cpu, r.dgdCost.cpu))
 }
 
 // armCost is what one arm's rollout cost the machine: CPU seconds per process, and the
@@ -695,6 +699,23 @@ func (c apiCounts) minus(other apiCounts, n, top int) string {
 	return strings.Join(parts, ", ")
 }
 
+// nodeSide formats the requests of the kubelets' side in each arm: KWOK's pod and node
+// status writes, and the node lifecycle controller's (which marks the pods of a node
+// whose heartbeat is late not ready, and taints it). A starved KWOK shows here: its
+// heartbeats late, nodes unreachable, every pod of them flipped to not ready and back,
+// a storm of pod status writes that every controller watching pods pays for.
+func nodeSide(arms ...apiCounts) string {
+	var parts []string
+	for _, k := range []string{"PATCH pods/status", "PUT pods/status", "PATCH nodes/status", "PATCH nodes", "PUT nodes", "DELETE pods", "POST pods/eviction"} {
+		var vs []string
+		for _, a := range arms {
+			vs = append(vs, fmt.Sprintf("%.0f", a[k]))
+		}
+		parts = append(parts, k+" "+strings.Join(vs, " / "))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // perGraph formats counts per graph of n: "GET dynamographdeployments 0.47, ...".
 func perGraph(counts map[string]int, n int) string {
 	keys := make([]string, 0, len(counts))
@@ -801,6 +822,10 @@ type p3Cache struct {
 type readinessChange struct {
 	graph string
 	at    time.Time
+	// gain: available replicas went up. The operator answers every gain with a write
+	// (a step or its status); a loss is mostly its own scale-down, which asks for none,
+	// so the write after a loss can be the next step, a pod's start later.
+	gain bool
 }
 
 func (r *p3Run) watch(b testing.TB, ns string) *p3Cache {
@@ -822,7 +847,8 @@ func (r *p3Run) watch(b testing.TB, ns string) *p3Cache {
 				o, n := old.(*appsv1.Deployment), cur.(*appsv1.Deployment)
 				if o.Status.AvailableReplicas != n.Status.AvailableReplicas {
 					pc.mu.Lock()
-					pc.changes = append(pc.changes, readinessChange{graph: graphOf(n.Name), at: time.Now()})
+					pc.changes = append(pc.changes, readinessChange{graph: graphOf(n.Name), at: time.Now(),
+						gain: n.Status.AvailableReplicas > o.Status.AvailableReplicas})
 					pc.mu.Unlock()
 				}
 			}})
@@ -890,8 +916,8 @@ func (c *p3Cache) graphsDone(want int, rev int64) bool {
 }
 
 // latencies pairs each readiness change of a graph with the operator's first write for
-// that graph after it (its workloads or its status).
-func (c *p3Cache) latencies(reqs []opproc.Request, ns string) []time.Duration {
+// that graph after it (its workloads or its status): every change, and the gains alone.
+func (c *p3Cache) latencies(reqs []opproc.Request, ns string) (all, gains []time.Duration) {
 	byGraph := map[string][]time.Time{}
 	for _, q := range reqs {
 		if q.Write() && q.Namespace == ns && !strings.HasPrefix(q.Resource, "events") {
@@ -900,15 +926,17 @@ func (c *p3Cache) latencies(reqs []opproc.Request, ns string) []time.Duration {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var out []time.Duration
 	for _, ch := range c.changes {
 		ws := byGraph[ch.graph]
 		i := sort.Search(len(ws), func(i int) bool { return !ws[i].Before(ch.at) })
 		if i < len(ws) && ws[i].Sub(ch.at) < time.Minute {
-			out = append(out, ws[i].Sub(ch.at))
+			all = append(all, ws[i].Sub(ch.at))
+			if ch.gain {
+				gains = append(gains, ws[i].Sub(ch.at))
+			}
 		}
 	}
-	return out
+	return all, gains
 }
 
 // profileChunk is the length of each CPU profile P3_PROFILE takes over a rollout.
