@@ -106,6 +106,8 @@ func runP3(b testing.TB, n, rounds int, steady time.Duration, done func(*p3Run))
 	opts := cluster.Options{Nodes: p3Nodes, PodReadyDelay: p3PodReadyDelay, Profiling: p3Profile != ""}
 	if p3Profile != "" {
 		opts.WorkDir = filepath.Join(p3Profile, "cluster") // the components' logs are kept there
+	} else if d := os.Getenv("P3_LOGS"); d != "" {
+		opts.WorkDir = d // the components' logs are kept, nothing profiled
 	}
 	cl, err := cluster.Start(ctx, opts)
 	if err != nil {
