@@ -15,25 +15,24 @@ import (
 //
 // Sources (sigs.k8s.io/kwok@v0.7.0/kustomize/stage/...): node-initialize is
 // node/fast verbatim; node-heartbeat is node/heartbeat verbatim (every 20-25 s);
-// pod-running is pod/fast/pod-ready with Ready and ContainersReady False and
-// container ready false; pod-ready is new (flips Ready after the delay);
-// pod-complete is pod/fast with an extra "Ready is True" selector term (so Job pods
-// go Running -> Ready -> Succeeded, and a Running Job pod matches exactly one stage:
-// KWOK picks randomly among several matches); pod-delete is pod/fast verbatim (pods
-// with a deletionTimestamp lose their finalizers and are deleted with grace period 0,
-// which garbage collection and scale-down need).
+// pod-running is pod/fast/pod-ready with Ready and ContainersReady False, container
+// ready false, and immediateNextStage; pod-ready is new (flips Ready after the
+// delay); pod-complete is pod/fast with an extra "Ready is True" selector term (so
+// Job pods go Running -> Ready -> Succeeded, and a Running Job pod matches exactly
+// one stage: KWOK picks randomly among several matches); pod-delete is pod/fast
+// verbatim (pods with a deletionTimestamp lose their finalizers and are deleted
+// with grace period 0, which garbage collection and scale-down need).
 //
-// pod-running has no immediateNextStage: pod-ready is scheduled from the watch event
-// of pod-running's own write, as upstream's general stages chain. With it, KWOK
-// scheduled pod-ready from the patch's response, and when its watch lagged more
-// than the delay behind its own writes (a saturated machine: benchmark P3), that
-// event came in after pod-ready had played, matched pod-ready again (the job's
-// resourceVersion is compared only while the job is pending: pod_controller.go
-// preprocess) and wrote Ready a second time, from the stale object, with a new
-// lastTransitionTime: one more pod update for every pod watcher, more load, more
-// lag. A kubelet writes a pod's status only when its own versioned status is newer
-// than the one it last wrote (kubelet/status/status_manager.go, needsUpdate), never
-// from a watch event. Without a lag the two are the same: one watch round trip.
+// pod-running chains to pod-ready (immediateNextStage): the ready delay runs from the
+// Running write, as a kubelet's readiness probe runs from the container's start,
+// not from a watch event. Its known hazard: KWOK compares a job's resourceVersion
+// only while the job is pending (pod_controller.go preprocess), so a KWOK whose
+// watch lags its own writes by more than the delay (a saturated machine) sees the
+// Running event after pod-ready played and writes Ready a second time from it (a
+// kubelet never writes status from a watch event: status_manager.go needsUpdate).
+// Scheduling pod-ready from the watch event instead removes that, but costs a
+// watch round trip per pod: benchmark P1 went from 1.037-1.060 (median 1.042) to
+// 1.046-1.062 (median 1.060) on Nov 26, so the chain stays (README, benchmark P3).
 
 // stagesYAML renders the stage file for a pod-ready delay.
 func stagesYAML(podReadyDelay time.Duration) string {
@@ -238,6 +237,7 @@ spec:
       podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
       phase: Running
       startTime: {{ $now | Quote }}
+  immediateNextStage: true
 `
 
 // stagePodReady has one %s: the delay block (empty for none).
