@@ -703,9 +703,10 @@ func (c apiCounts) minus(other apiCounts, n, top int) string {
 
 // nodeSide formats the requests of the kubelets' side in each arm: KWOK's pod and node
 // status writes, and the node lifecycle controller's (which marks the pods of a node
-// whose heartbeat is late not ready, and taints it). A starved KWOK shows here: its
-// heartbeats late, nodes unreachable, every pod of them flipped to not ready and back,
-// a storm of pod status writes that every controller watching pods pays for.
+// whose heartbeat is late not ready, and taints it). KWOK writes two pod statuses per
+// new pod (Running, Ready); more PATCH pods/status is a starved KWOK writing Ready
+// again (test/cluster/stages.go), and any PUT pods/status or PATCH nodes is the node
+// lifecycle controller at work: each a storm of pod updates every pod watcher pays for.
 func nodeSide(arms ...apiCounts) string {
 	var parts []string
 	for _, k := range []string{"PATCH pods/status", "PUT pods/status", "PATCH nodes/status", "PATCH nodes", "PUT nodes", "DELETE pods", "POST pods/eviction"} {
@@ -931,10 +932,13 @@ func (c *p3Cache) latencies(reqs []opproc.Request, ns string) (all, gains []time
 	for _, ch := range c.changes {
 		ws := byGraph[ch.graph]
 		i := sort.Search(len(ws), func(i int) bool { return !ws[i].Before(ch.at) })
-		if i < len(ws) && ws[i].Sub(ch.at) < time.Minute {
-			all = append(all, ws[i].Sub(ch.at))
+		if i == len(ws) {
+			continue
+		}
+		if d := ws[i].Sub(ch.at); d < time.Minute {
+			all = append(all, d)
 			if ch.gain {
-				gains = append(gains, ws[i].Sub(ch.at))
+				gains = append(gains, d)
 			}
 		}
 	}
