@@ -184,13 +184,18 @@ func (r *Runner) start(ctx context.Context) error {
 		paths: paths,
 	}
 	mgr, err := ctrl.NewManager(r.cfg, ctrl.Options{
-		Scheme:                  scheme,
-		Logger:                  r.log,
-		Metrics:                 metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress:  "0",
-		LeaderElection:          false,
-		WebhookServer:           srv,
-		GracefulShutdownTimeout: ptr.To(5 * time.Second),
+		Scheme:                 scheme,
+		Logger:                 r.log,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		WebhookServer:          srv,
+		// Above net/http's own 5 s: Server.Shutdown waits for a connection that has
+		// sent no request header yet (StateNew) until it is 5 s old (net/http
+		// server.go, closeIdleConns, issue 22682), and the API server may have just
+		// opened one to the webhooks; at exactly 5 s, Stop failed with "failed
+		// waiting for all runnables to end within grace period of 5s" when it had.
+		GracefulShutdownTimeout: ptr.To(15 * time.Second),
 		// Controller names ("leaderworkerset", "pod") are unique per process only
 		// if nothing else in the process uses them; tests also start several
 		// Runners one after another.
