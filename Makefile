@@ -33,7 +33,7 @@ generate: $(CONTROLLER_GEN)
 
 ## manifests: the CRD (plus its extraPodSpec fix-up) and RBAC from kubebuilder markers.
 manifests: $(CONTROLLER_GEN)
-	$(CONTROLLER_GEN) crd paths=./api/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdfix $(CRD)
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... paths=./backends/... output:rbac:artifacts:config=config/rbac
 

@@ -232,6 +232,39 @@ type DynamoGraphDeploymentSpec struct {
 	// +kubebuilder:default=10
 	// +kubebuilder:validation:Minimum=0
 	RevisionHistoryLimit *int32 `json:"revisionHistoryLimit,omitempty"`
+
+	// Fields of Dynamo's v1alpha1 kept as given so that they convert to and from
+	// v1beta1 as Dynamo's own conversion does.
+
+	// Annotations and Labels are propagated by Dynamo to every child resource.
+	// +optional
+	Annotations map[string]string `json:"annotations,omitempty"`
+	// +optional
+	Labels map[string]string `json:"labels,omitempty"`
+	// PriorityClassName of Grove PodCliqueSets.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+	// TopologyConstraint is Dynamo's graph topology constraint (v1beta1 renames
+	// topologyProfile to clusterTopologyName).
+	// +optional
+	TopologyConstraint *SpecTopologyConstraint `json:"topologyConstraint,omitempty"`
+	// ProviderOverride, Restart and Experimental are Dynamo's, kept as given.
+	// +optional
+	ProviderOverride *Raw `json:"providerOverride,omitempty"`
+	// +optional
+	Restart *Raw `json:"restart,omitempty"`
+	// +optional
+	Experimental *Raw `json:"experimental,omitempty"`
+}
+
+// SpecTopologyConstraint is Dynamo's v1alpha1 graph topology constraint.
+type SpecTopologyConstraint struct {
+	// TopologyProfile names the ClusterTopology.
+	// +optional
+	TopologyProfile string `json:"topologyProfile,omitempty"`
+	// PackDomain is the topology domain the graph is packed into.
+	// +optional
+	PackDomain string `json:"packDomain,omitempty"`
 }
 
 // RolloutPhase is where a worker rollout stands.
@@ -511,6 +544,7 @@ type DynamoGraphDeploymentStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=dgd
+// +kubebuilder:deprecatedversion:warning="nvidia.com/v1alpha1 DynamoGraphDeployment is deprecated; use nvidia.com/v1beta1 DynamoGraphDeployment"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="metadata.name must be at most 63 characters: it is a label value on every workload"
 // +kubebuilder:validation:XValidation:rule="!has(self.spec) || !has(self.spec.backend) || self.spec.backend != 'Grove' || !has(self.spec.services) || self.spec.services.all(k, self.metadata.name.size() + 9 + (has(self.spec.services[k].multinode) && self.spec.services[k].multinode.nodeCount >= 2 ? 2 * k.size() + 4 : k.size()) <= 45)",message="on Grove, a pod's name holds its PodCliqueSet (the DGD's name and an 8-character hash), scaling group and clique: metadata.name plus 9 plus the service name (twice plus 4 for a multinode service) must be at most Grove's 45 characters; shorten the DGD or service name",fieldPath=".spec.services"
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`

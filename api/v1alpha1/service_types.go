@@ -115,10 +115,85 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=64
 	RuntimeVersionOverride string `json:"runtimeVersionOverride,omitempty"`
-	// VolumeMounts is kept as given.
+	// VolumeMounts are Dynamo's PVC mounts (name, mountPoint, useAsCompilationCache),
+	// kept as given: volumes and mounts reach pods through extraPodSpec.
 	// +optional
-	VolumeMounts []runtime.RawExtension `json:"volumeMounts,omitempty"`
+	VolumeMounts []VolumeMount `json:"volumeMounts,omitempty"`
+
+	// Fields of Dynamo's v1alpha1 that this operator keeps as given (it does not act on
+	// them) so that they convert to and from v1beta1 as Dynamo's own conversion does.
+
+	// MinAvailable is Grove's minimum of gang-scheduled replicas (Dynamo's field).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	MinAvailable *int32 `json:"minAvailable,omitempty"`
+	// ScalingAdapter opts the service into Dynamo's DynamoGraphDeploymentScalingAdapter.
+	// +optional
+	ScalingAdapter *ScalingAdapter `json:"scalingAdapter,omitempty"`
+	// FrontendSidecar runs a frontend next to the main container (container
+	// sidecar-frontend in v1beta1).
+	// +optional
+	FrontendSidecar *FrontendSidecarSpec `json:"frontendSidecar,omitempty"`
+	// ModelRef, EPPConfig, ProviderOverride, TopologyConstraint, Checkpoint,
+	// GPUMemoryService and Failover are Dynamo's fields, kept as given.
+	// +optional
+	ModelRef *Raw `json:"modelRef,omitempty"`
+	// +optional
+	EPPConfig *Raw `json:"eppConfig,omitempty"`
+	// +optional
+	ProviderOverride *Raw `json:"providerOverride,omitempty"`
+	// +optional
+	TopologyConstraint *Raw `json:"topologyConstraint,omitempty"`
+	// +optional
+	Checkpoint *Raw `json:"checkpoint,omitempty"`
+	// +optional
+	GPUMemoryService *Raw `json:"gpuMemoryService,omitempty"`
+	// +optional
+	Failover *Raw `json:"failover,omitempty"`
 }
+
+// VolumeMount is Dynamo's v1alpha1 PVC mount.
+type VolumeMount struct {
+	// Name of the PVC (and volume).
+	// +optional
+	Name string `json:"name,omitempty"`
+	// MountPoint in the main container.
+	// +optional
+	MountPoint string `json:"mountPoint,omitempty"`
+	// UseAsCompilationCache marks the backend's compilation cache (v1beta1
+	// compilationCache).
+	// +optional
+	UseAsCompilationCache bool `json:"useAsCompilationCache,omitempty"`
+}
+
+// ScalingAdapter is Dynamo's v1alpha1 scaling-adapter switch.
+type ScalingAdapter struct {
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+}
+
+// FrontendSidecarSpec is Dynamo's v1alpha1 frontend sidecar.
+type FrontendSidecarSpec struct {
+	// +optional
+	Image string `json:"image,omitempty"`
+	// +optional
+	Args []string `json:"args,omitempty"`
+	// +optional
+	Envs []corev1.EnvVar `json:"envs,omitempty"`
+	// +optional
+	EnvFromSecret *string `json:"envFromSecret,omitempty"`
+}
+
+// Raw is a JSON object kept as given: a Dynamo field this operator does not act on.
+// Its schema is an open object in both versions, so it converts verbatim.
+//
+// +kubebuilder:pruning:PreserveUnknownFields
+// +kubebuilder:validation:Schemaless
+// +kubebuilder:validation:Type=object
+type Raw struct {
+	runtime.RawExtension `json:",inline"`
+}
+
 
 // IngressSpec is Dynamo's ingress shape.
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.host) && self.host.size() > 0)",message="host is required when ingress is enabled",fieldPath=".host",reason=FieldValueRequired
@@ -187,6 +262,9 @@ type Resources struct {
 	Requests *ResourceItem `json:"requests,omitempty"`
 	// +optional
 	Limits *ResourceItem `json:"limits,omitempty"`
+	// Claims are the main container's resource claims (DRA).
+	// +optional
+	Claims []corev1.ResourceClaim `json:"claims,omitempty"`
 }
 
 // ResourceItem lists quantities by Dynamo's names. cpu and memory are checked at

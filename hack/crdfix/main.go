@@ -36,7 +36,11 @@ func fix(path string) error {
 	}
 	for i := range crd.Spec.Versions {
 		root := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
-		svc := root.Properties["spec"].Properties["services"].AdditionalProperties.Schema
+		services, ok := root.Properties["spec"].Properties["services"]
+		if !ok {
+			continue // v1beta1: components carry a full podTemplate, as Dynamo's does
+		}
+		svc := services.AdditionalProperties.Schema
 		eps, ok := svc.Properties["extraPodSpec"]
 		if !ok {
 			return fmt.Errorf("no extraPodSpec in %s", crd.Spec.Versions[i].Name)
@@ -46,6 +50,7 @@ func fix(path string) error {
 		main.Required = without(main.Required, "name") // defaulted to "main" by the operator
 		eps.Properties["mainContainer"] = main
 		svc.Properties["extraPodSpec"] = eps
+		root.Properties["spec"].Properties["services"] = services
 	}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {
