@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
@@ -190,7 +191,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		// A DGD's own status writes (one per step, ours) start no pass: only its spec
 		// (generation), annotations, labels, creation and deletion do.
-		For(&v1alpha1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
+		// The v1beta1 (storage) objects are watched: r.Client converts them (api/conversion).
+		For(&v1beta1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Owns(&appsv1.ControllerRevision{}).
 		Named("dynamographdeployment").
@@ -246,7 +248,8 @@ func (r *Reconciler) ownerChainToDGD(ctx context.Context, o client.Object) []rec
 	ns := o.GetNamespace()
 	ref := metav1.GetControllerOf(o)
 	for hop := 0; ref != nil && hop < maxOwnerHops; hop++ {
-		if ref.Kind == dgdKind && ref.APIVersion == v1alpha1.GroupVersion.String() {
+		// Owner references name either version of a DGD.
+		if gv, err := schema.ParseGroupVersion(ref.APIVersion); err == nil && ref.Kind == dgdKind && gv.Group == v1alpha1.GroupVersion.Group {
 			return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: ns, Name: ref.Name}}}
 		}
 		gv, err := schema.ParseGroupVersion(ref.APIVersion)

@@ -194,7 +194,6 @@ type Raw struct {
 	runtime.RawExtension `json:",inline"`
 }
 
-
 // IngressSpec is Dynamo's ingress shape.
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.host) && self.host.size() > 0)",message="host is required when ingress is enabled",fieldPath=".host",reason=FieldValueRequired
 type IngressSpec struct {

@@ -34,6 +34,8 @@ func main() {
 	app.TuningFlags(flag.CommandLine, &tuning)
 	var prometheusURL string
 	app.AnalysisFlags(flag.CommandLine, &prometheusURL)
+	var webhook app.WebhookOptions
+	app.WebhookFlags(flag.CommandLine, &webhook)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -41,7 +43,7 @@ func main() {
 	ctrl.Log.Info("garbage collector", "gcPercent", tuning.ApplyGC())
 
 	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
-	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning, PrometheusURL: prometheusURL}); err != nil {
+	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning, PrometheusURL: prometheusURL, Webhook: webhook}); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
@@ -67,7 +69,7 @@ func run(metricsAddr, probeAddr string, le leaderElection, o app.Options) error 
 		// main exits as soon as Start returns, so the Lease can be released on SIGTERM
 		// and a follower takes over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
-	}, Platform: o.Platform, Tuning: o.Tuning, PrometheusURL: o.PrometheusURL})
+	}, Platform: o.Platform, Tuning: o.Tuning, PrometheusURL: o.PrometheusURL, Webhook: o.Webhook})
 	if err != nil {
 		return err
 	}

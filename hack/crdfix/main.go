@@ -3,6 +3,11 @@
 // and the Container type makes mainContainer.name required, but Dynamo manifests give
 // only extraPodSpec.mainContainer, without a name. Both requirements are dropped.
 //
+// It also sets spec.conversion: strategy Webhook, served at /convert by the operator
+// behind the Service config/default deploys (dgd-rollout-webhook-service in
+// dgd-rollout-system); the operator fills in the caBundle (--webhook-cert-mode), and
+// make run and the test suites point it at 127.0.0.1 (--webhook-url).
+//
 // Usage: go run ./hack/crdfix config/crd/bases/nvidia.com_dynamographdeployments.yaml
 package main
 
@@ -52,6 +57,11 @@ func fix(path string) error {
 		svc.Properties["extraPodSpec"] = eps
 		root.Properties["spec"].Properties["services"] = services
 	}
+	convertPath, port := "/convert", int32(443)
+	crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter,
+		Webhook: &apiextensionsv1.WebhookConversion{ConversionReviewVersions: []string{"v1"},
+			ClientConfig: &apiextensionsv1.WebhookClientConfig{Service: &apiextensionsv1.ServiceReference{
+				Name: "dgd-rollout-webhook-service", Namespace: "dgd-rollout-system", Path: &convertPath, Port: &port}}}}
 	out, err := yaml.Marshal(&crd)
 	if err != nil {
 		return err

@@ -72,7 +72,9 @@ func run(assets, crds, sample string, delay time.Duration) error {
 			return err
 		}
 		fmt.Printf("Running the operator against KUBECONFIG=%s (Ctrl-C stops it).\n", os.Getenv("KUBECONFIG"))
-		return runOperator(ctx, cfg, prometheusURL)
+		fmt.Println("It serves no conversion webhook from here (the cluster's API server cannot reach this process):")
+		fmt.Println("v1beta1 DynamoGraphDeployments work; v1alpha1 ones need the operator deployed in the cluster (config/default).")
+		return runOperator(ctx, cfg, prometheusURL, app.WebhookOptions{})
 	}
 	abs, err := filepath.Abs(assets)
 	if err != nil {
@@ -103,16 +105,32 @@ func run(assets, crds, sample string, delay time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if err := applyFile(ctx, cl.Config, sample); err != nil {
-		return err
-	}
 	promURL, closeProm, err := startPrometheus(ctx, cl.Config, filepath.Join(abs, "prometheus"))
 	if err != nil {
 		return err
 	}
 	defer closeProm()
+	// The operator serves the CRD's conversion webhook (/convert) on 127.0.0.1,
+	// registered by URL with a throw-away CA: v1alpha1 and v1beta1 both work.
+	certs, err := os.MkdirTemp("", "dgd-convert-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(certs) }()
+	webhook, err := app.LocalWebhook(certs)
+	if err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- runOperator(ctx, cl.Config, promURL, webhook) }()
+	if err := app.WaitConversion(ctx, cl.Config, exited); err != nil {
+		return err
+	}
+	if err := applyFile(ctx, cl.Config, sample); err != nil {
+		return err
+	}
 	printUsage(kubeconfig, sample, cl, delay, promURL)
-	return runOperator(ctx, cl.Config, promURL)
+	return <-exited
 }
 
 // startPrometheus runs a real Prometheus (bin/prometheus) scraping an exporter of the
@@ -183,10 +201,10 @@ func applyFile(ctx context.Context, cfg *rest.Config, path string) error {
 	return nil
 }
 
-func runOperator(ctx context.Context, cfg *rest.Config, promURL string) error {
+func runOperator(ctx context.Context, cfg *rest.Config, promURL string, webhook app.WebhookOptions) error {
 	mgr, err := app.NewManager(cfg, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "127.0.0.1:8080"}, // docs/day2.md scrapes it
-	}, Platform: platform, PrometheusURL: promURL})
+	}, Platform: platform, PrometheusURL: promURL, Webhook: webhook})
 	if err != nil {
 		return err
 	}

@@ -114,6 +114,12 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 
 func startOperator(b *testing.B, cfg *rest.Config) *writeCounter {
 	counter := &writeCounter{}
+	// /convert is served by this process, outside the operator's counted requests.
+	convCtx, stopConv := context.WithCancel(context.Background())
+	b.Cleanup(stopConv)
+	if err := app.LocalConversion(convCtx, cfg); err != nil {
+		b.Fatal(err)
+	}
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter }
 	mgr, err := app.NewManager(opCfg, app.Options{Manager: ctrl.Options{

@@ -231,6 +231,12 @@ func BenchmarkP2DisaggregatedSetVsDGD(b *testing.B) {
 // startP2Operator runs the operator in-process as cmd/manager does, its requests
 // counted by t; the returned func stops it and waits.
 func startP2Operator(b *testing.B, cfg *rest.Config, t *tally, p *PassRecorder) func() {
+	// /convert is served by this process, outside the operator's counted requests.
+	convCtx, stopConv := context.WithCancel(context.Background())
+	if err := app.LocalConversion(convCtx, cfg); err != nil {
+		stopConv()
+		b.Fatal(err)
+	}
 	opCfg := rest.CopyConfig(cfg)
 	opCfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return t.wrap(p.Wrap(rt)) }
 	mgr, err := app.NewManager(opCfg, app.Options{Manager: ctrl.Options{
@@ -250,6 +256,7 @@ func startP2Operator(b *testing.B, cfg *rest.Config, t *tally, p *PassRecorder) 
 		case <-time.After(30 * time.Second):
 			b.Error("operator did not stop within 30s")
 		}
+		stopConv()
 	}
 }
 

@@ -69,7 +69,7 @@ const (
 // p3Flags are the operator's flags in P3: the API budget the local
 // kube-controller-manager runs with, and its metrics on p3Metrics.
 var p3Flags = []string{"--leader-elect=false", "--metrics-bind-address=" + p3Metrics, "--health-probe-bind-address=0",
-	"--kube-api-qps=500", "--kube-api-burst=1000"}
+	"--kube-api-qps=500", "--kube-api-burst=1000", "--webhook-bind-address=0"}
 
 // p3Metrics is where the operator process serves its Prometheus metrics in P3, and
 // p3Pprof its pprof endpoints when P3_PROFILE names a directory: CPU profiles of the
@@ -118,6 +118,12 @@ func runP3(b testing.TB, n, rounds int, steady time.Duration, done func(*p3Run))
 		b.Fatal(err)
 	}
 	if err := cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "config", "crd", "dynamo")); err != nil {
+		b.Fatal(err)
+	}
+	// This process serves /convert (the operator process serves none).
+	convCtx, stopConv := context.WithCancel(ctx)
+	defer stopConv()
+	if err := app.LocalConversion(convCtx, cl.Config); err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()

@@ -31,6 +31,9 @@ type env struct {
 	cl  *cluster.Cluster
 	lws *lws.Runner // the LeaderWorkerSet controllers and webhooks, in this process
 	k8s client.Client
+	// stopConv stops the conversion webhook this process serves: the operators it
+	// kills serve none (--webhook-bind-address=0), so conversion never goes down.
+	stopConv context.CancelFunc
 	// dir holds the operator binary, its per-name symlinks and the operator logs.
 	dir string
 	bin string
@@ -50,6 +53,9 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	code := m.Run()
 	if shared != nil {
+		if shared.stopConv != nil {
+			shared.stopConv()
+		}
 		if shared.lws != nil {
 			_ = shared.lws.Stop()
 		}
@@ -108,6 +114,12 @@ func setup() (*env, error) {
 	if err := cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases"), lwsCRDs); err != nil {
 		<-built
 		return e, fmt.Errorf("installing CRDs: %w", err)
+	}
+	convCtx, stopConv := context.WithCancel(context.Background())
+	e.stopConv = stopConv
+	if err := app.LocalConversion(convCtx, cl.Config); err != nil {
+		<-built
+		return e, fmt.Errorf("serving /convert: %w", err)
 	}
 	if e.lws, err = lws.Start(ctx, lws.Options{Config: cl.Config}); err != nil {
 		<-built

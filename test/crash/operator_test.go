@@ -43,7 +43,7 @@ func (e *env) startOperatorWith(kubeconfig, name, logPath string, args ...string
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(link, append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0"}, args...)...)
+	cmd := exec.Command(link, append([]string{"--metrics-bind-address=0", "--health-probe-bind-address=0", "--webhook-bind-address=0"}, args...)...)
 	cmd.Env = append(withoutVar(os.Environ(), "KUBECONFIG"), "KUBECONFIG="+kubeconfig)
 	cmd.Stdout, cmd.Stderr = f, f
 	// Own process group (killed as a group), and SIGKILLed by the kernel if the test

@@ -76,16 +76,23 @@ var _ = BeforeSuite(func() {
 // from the RBAC markers fails this suite (an admin kubeconfig would hide it), including
 // the Roles it creates for Dynamo's pods, which Kubernetes lets it grant only if it holds
 // their permissions itself.
+//
+// The operator serves the CRD's conversion webhook (/convert) on 127.0.0.1, registered
+// by URL with a throw-away CA, as make run does: every v1alpha1 request of this suite is
+// converted by it (the operator itself reads and writes v1beta1).
 func startOperator() {
+	webhook, err := app.LocalWebhook(GinkgoT().TempDir())
+	Expect(err).NotTo(HaveOccurred())
 	mgr, err := app.NewManager(operatorConfig(), app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}, PrometheusURL: promSrv.URL})
+	}, PrometheusURL: promSrv.URL, Webhook: webhook})
 	Expect(err).NotTo(HaveOccurred())
 	var opCtx context.Context
 	opCtx, stopOp = context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(opCtx) }()
+	done, exited := make(chan error, 1), make(chan error, 1)
+	go func() { err := mgr.Start(opCtx); exited <- err; done <- err }()
 	DeferCleanup(func() { stopOp(); Expect(<-done).To(Succeed()) })
+	Expect(app.WaitConversion(ctx, cl.Config, exited)).To(Succeed(), "the API server converting through the operator's /convert")
 }
 
 // operatorConfig applies config/rbac and returns a client config that acts as its

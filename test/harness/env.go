@@ -37,6 +37,11 @@ type Env struct {
 	// Metrics answers the operator's analysis queries in place of Prometheus (the
 	// real one is queried in test/e2e).
 	Metrics *Metrics
+	// Webhook is the conversion webhook the API server calls: the operator's own /convert
+	// when it runs, else one this process serves (api/conversion either way).
+	Webhook  app.WebhookOptions
+	certDir  string
+	stopConv context.CancelFunc
 }
 
 // RepoRoot is the repository root, found from this file's location.
@@ -70,10 +75,22 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 	if e.Client, err = client.New(cfg, client.Options{Scheme: app.NewScheme()}); err != nil {
 		return nil, e.stopWith(err)
 	}
+	if e.certDir, err = os.MkdirTemp("", "dgd-convert-"); err != nil {
+		return nil, e.stopWith(err)
+	}
+	if e.Webhook, err = app.LocalWebhook(e.certDir); err != nil {
+		return nil, e.stopWith(err)
+	}
 	if withOperator {
 		if err := e.startOperator(); err != nil {
 			return nil, e.stopWith(err)
 		}
+		return e, nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopConv = cancel
+	if err := app.ServeConversion(ctx, cfg, e.Webhook); err != nil {
+		return nil, e.stopWith(err)
 	}
 	return e, nil
 }
@@ -83,13 +100,18 @@ func (e *Env) startOperator() error {
 	mgr, err := app.NewManager(e.Config, app.Options{Manager: ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	}, Querier: e.Metrics})
+	}, Querier: e.Metrics, Webhook: e.Webhook})
 	if err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.done = cancel, make(chan error, 1)
-	go func() { e.done <- mgr.Start(ctx) }()
+	exited := make(chan error, 1)
+	go func() { err := mgr.Start(ctx); exited <- err; e.done <- err }()
+	// The operator's own /convert serves the API server (the CRD points at it).
+	if err := app.WaitConversion(ctx, e.Config, exited); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -103,6 +125,12 @@ func (e *Env) Stop() error {
 	if e.cancel != nil {
 		e.cancel()
 		<-e.done
+	}
+	if e.stopConv != nil {
+		e.stopConv()
+	}
+	if e.certDir != "" {
+		_ = os.RemoveAll(e.certDir)
 	}
 	return e.env.Stop()
 }

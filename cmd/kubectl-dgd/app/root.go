@@ -29,7 +29,9 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/revisions"
 )
 
@@ -116,6 +118,9 @@ func (c *cli) connect() (*session, error) {
 	if err := v1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
+	if err := v1beta1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
 	if err := appsv1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
@@ -123,7 +128,10 @@ func (c *cli) connect() (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &session{client: cl, namespace: ns, scheme: scheme}, nil
+	// DGDs are read and written as v1beta1 (the storage version) and converted here, as
+	// the operator does: no conversion webhook round trip, no deprecation warning, and
+	// the same answers whichever version a DGD was written in.
+	return &session{client: conversion.NewWithWatch(cl), namespace: ns, scheme: scheme}, nil
 }
 
 // get reads the DGD name. A missing DGD is the API server's own NotFound error

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,7 +28,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
+	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
 	"github.com/dgd-rollout/operator/backends/grove"
@@ -45,6 +48,12 @@ func NewScheme() *runtime.Scheme {
 		panic(err) // static registration; cannot fail
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := v1beta1.AddToScheme(s); err != nil {
+		panic(err)
+	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
 		panic(err)
 	}
 	if err := lwsv1.AddToScheme(s); err != nil {
@@ -110,6 +119,8 @@ type Options struct {
 	PrometheusURL string
 	// Querier, when set, answers the analysis queries instead (tests).
 	Querier analysis.Querier
+	// Webhook configures the conversion webhook (/convert); the zero value serves none.
+	Webhook WebhookOptions
 }
 
 // AnalysisFlags binds the flags of the analysis steps.
@@ -214,9 +225,21 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if o.Tuning.Pprof != "" {
 		opts.PprofBindAddress = o.Tuning.Pprof
 	}
+	if o.Webhook.enabled() {
+		srv, err := o.Webhook.server()
+		if err != nil {
+			return nil, err
+		}
+		opts.WebhookServer = srv
+	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if o.Webhook.enabled() {
+		if err := setupConversion(cfg, mgr, o.Webhook); err != nil {
+			return nil, err
+		}
 	}
 	if err := Setup(mgr, o); err != nil {
 		return nil, err
@@ -226,14 +249,17 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 // Setup adds the DynamoGraphDeployment controller to mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
+	// The one seam between the storage version and the operator's: DGDs are read from
+	// the v1beta1 cache (and API) and converted in-process to v1alpha1, which every
+	// part of the operator works on; their status is written back as v1beta1.
 	r := &controllers.Reconciler{
-		Client:    mgr.GetClient(),
+		Client:    conversion.NewClient(mgr.GetClient()),
 		Scheme:    mgr.GetScheme(),
 		Recorder:  mgr.GetEventRecorder("dgd-rollout"),
 		Backends:  Backends(mgr, o.Platform),
 		History:   revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
 		Platform:  o.Platform,
-		APIReader: mgr.GetAPIReader(),
+		APIReader: conversion.Reader{Reader: mgr.GetAPIReader()},
 	}
 	if o.Querier != nil {
 		r.Analysis = o.Querier

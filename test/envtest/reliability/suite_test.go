@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
@@ -96,7 +97,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	faulty = faults.New(mgr.GetClient(), faults.Config{Rate: rate, Seed: seed})
 	r := &controllers.Reconciler{
-		Client:   faulty,
+		Client:   conversion.NewClient(faulty), // as app.Setup wires it: DGDs read and written as v1beta1
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("dgd-rollout"),
 		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), render.Config{})),
