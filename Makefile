@@ -15,7 +15,7 @@ CRD := config/crd/bases/nvidia.com_dynamographdeployments.yaml
 FUZZTIME ?= 2m
 # Every fuzz target also runs briefly in make test (CI); make fuzz runs them for FUZZTIME.
 FUZZTIME_SHORT ?= 10s
-FUZZ_TARGETS := FuzzCompute:./controllers/planner/ FuzzPartitionCounts:./controllers/planner/ FuzzHash:./revisions/ FuzzDGDJSON:./api/v1alpha1/
+FUZZ_TARGETS := FuzzCompute:./controllers/planner/ FuzzPartitionCounts:./controllers/planner/ FuzzHash:./revisions/ FuzzDGDJSON:./api/v1alpha1/ FuzzAlphaRoundTrip:./api/conversion/ FuzzBetaRoundTrip:./api/conversion/
 
 include hack/tools/tools.mk
 

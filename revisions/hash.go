@@ -132,8 +132,10 @@ func newWorkerTemplate(d *RevisionData) WorkerTemplate {
 	return t
 }
 
-// newServiceTemplate projects one worker service onto its pod-shaping fields.
+// newServiceTemplate projects one worker service onto its pod-shaping fields, in their
+// canonical layout (see canonical).
 func newServiceTemplate(s *v1alpha1.DynamoComponentDeploymentSharedSpec) ServiceTemplate {
+	s = canonical(s)
 	return ServiceTemplate{
 		ComponentType:    s.ComponentType,
 		SubComponentType: s.SubComponentType,
@@ -182,10 +184,13 @@ type GraphTemplate struct {
 	WorkersOnly bool `json:"workersOnly,omitempty"`
 }
 
-// stableTemplate projects a stable service onto what its revision records.
+// stableTemplate projects a stable service onto what its revision records: its
+// canonical layout (see canonical), without replicas, autoscaling, the annotations no pod
+// reads, and dynamoNamespace and serviceName, which reach nothing (the operator derives
+// the runtime namespace; the map key names the service).
 func stableTemplate(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.DynamoComponentDeploymentSharedSpec {
-	c := s.DeepCopy()
-	c.Replicas, c.Autoscaling = nil, nil
+	c := canonical(s)
+	c.Replicas, c.Autoscaling, c.DynamoNamespace, c.ServiceName = nil, nil, nil, ""
 	c.Annotations = podAnnotations(c.Annotations)
 	return c
 }

@@ -205,13 +205,22 @@ func mergeMain(base *corev1.Container, user *corev1.Container) {
 	env, mounts, res := base.Env, base.VolumeMounts, base.Resources
 	bv, uv := reflect.ValueOf(base).Elem(), reflect.ValueOf(u).Elem()
 	for i := range bv.NumField() {
-		if f := uv.Field(i); !f.IsZero() {
+		if f := uv.Field(i); !isEmpty(f) {
 			bv.Field(i).Set(f)
 		}
 	}
 	base.Env = mergeEnv(env, u.Env)
 	base.VolumeMounts = append(slices.Clone(u.VolumeMounts), mounts...)
 	base.Resources = mergeResources(res, u.Resources)
+}
+
+// isEmpty is mergo's emptiness: zero, or a slice or map of length 0.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Slice, reflect.Map:
+		return v.Len() == 0
+	}
+	return v.IsZero()
 }
 
 // mergeResources merges user over base by resource name (user wins); user claims, when

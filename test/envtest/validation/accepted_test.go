@@ -1,6 +1,7 @@
 package validation_test
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,10 +135,43 @@ var _ = Describe("valid input", func() {
 })
 
 var _ = Describe("immutability", func() {
-	It("the CRD declares one transition rule (oldSelf): spec.backend is immutable", func() {
+	It("the CRD declares its transition rules (oldSelf): spec.backend in v1alpha1; in v1beta1 also Dynamo's (type, minAvailable, restart on create)", func() {
 		raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "crd", "bases", "nvidia.com_dynamographdeployments.yaml"))
 		Expect(err).NotTo(HaveOccurred())
-		Expect(strings.Count(string(raw), "oldSelf")).To(Equal(1))
+		var crd apiextensionsv1.CustomResourceDefinition
+		Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())
+		want := map[string][]string{
+			"v1alpha1": {"spec.backend is immutable"},
+			"v1beta1": {"spec.restart must be unset on create", "minAvailable is immutable", "type is immutable", "spec.backend is immutable"},
+		}
+		for _, v := range crd.Spec.Versions {
+			var got []string
+			var walk func(s *apiextensionsv1.JSONSchemaProps)
+			walk = func(s *apiextensionsv1.JSONSchemaProps) {
+				if s == nil {
+					return
+				}
+				for _, r := range s.XValidations {
+					if strings.Contains(r.Rule, "oldSelf") {
+						got = append(got, r.Message)
+					}
+				}
+				for _, p := range s.Properties {
+					walk(&p)
+				}
+				if s.Items != nil {
+					walk(s.Items.Schema)
+				}
+				if s.AdditionalProperties != nil {
+					walk(s.AdditionalProperties.Schema)
+				}
+			}
+			walk(v.Schema.OpenAPIV3Schema)
+			Expect(got).To(HaveLen(len(want[v.Name])), v.Name)
+			for _, m := range want[v.Name] {
+				Expect(got).To(ContainElement(ContainSubstring(m)), v.Name)
+			}
+		}
 	})
 
 	// Everything else may change on a live DGD: a new worker template (including a
