@@ -142,7 +142,7 @@ var _ = Describe("immutability", func() {
 		Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())
 		want := map[string][]string{
 			"v1alpha1": {"spec.backend is immutable"},
-			"v1beta1": {"spec.restart must be unset on create", "minAvailable is immutable", "type is immutable", "spec.backend is immutable"},
+			"v1beta1":  {"spec.restart must be unset on create", "minAvailable is immutable", "type is immutable", "spec.backend is immutable"},
 		}
 		for _, v := range crd.Spec.Versions {
 			var got []string
