@@ -244,6 +244,11 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := Setup(mgr, o); err != nil {
 		return nil, err
 	}
+	// Objects stored before v1beta1 became the storage version are rewritten in it
+	// (leader only, once per start; a no-op once status.storedVersions is [v1beta1]).
+	if err := mgr.Add(migrator{cfg: cfg}); err != nil {
+		return nil, err
+	}
 	return mgr, nil
 }
 
