@@ -28,11 +28,16 @@ type scenario struct {
 // start creates the DGD, starts the watcher and the observer first so they see every
 // event, and waits until revision 1 is fully rolled out and ready.
 func start(obj *v1alpha1.DynamoGraphDeployment) *scenario {
-	w, err := Watch(ctx, cl.Config, obj.Namespace, obj.Name)
+	return startObject(obj)
+}
+
+// startObject is start for a DGD of either version (a v1beta1 one is written as such).
+func startObject(obj client.Object) *scenario {
+	w, err := Watch(ctx, cl.Config, obj.GetNamespace(), obj.GetName())
 	Expect(err).NotTo(HaveOccurred())
-	o, err := observe.Start(ctx, observe.Options{Config: cl.Config, Namespace: obj.Namespace, DGD: obj.Name})
+	o, err := observe.Start(ctx, observe.Options{Config: cl.Config, Namespace: obj.GetNamespace(), DGD: obj.GetName()})
 	Expect(err).NotTo(HaveOccurred())
-	s := &scenario{ns: obj.Namespace, name: obj.Name, w: w, o: o}
+	s := &scenario{ns: obj.GetNamespace(), name: obj.GetName(), w: w, o: o}
 	DeferCleanup(func() {
 		w.Stop()
 		o.Stop() // before the DGD goes: its deletion is a gap on purpose

@@ -1,6 +1,8 @@
 package conversion_test
 
 import (
+	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +12,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -237,5 +241,43 @@ var _ = Describe("storage", func() {
 
 		Expect(app.MigrateStorage(ctx, env.Config)).To(Succeed())
 		Expect(crd().Status.StoredVersions).To(Equal([]string{"v1beta1"}))
+	})
+})
+
+var _ = Describe("printer columns", func() {
+	It("are the same in both versions, with the same values (kubectl get dgd)", func() {
+		ns := newNamespace()
+		u := manifest("config", "samples", "v1beta1", "agg.yaml")
+		u.SetNamespace(ns)
+		Expect(env.Client.Create(ctx, u)).To(Succeed())
+		_, err := env.Drive(ctx, ns, u.GetName(), -1, 10, harness.CompletedAt(1))
+		Expect(err).NotTo(HaveOccurred())
+		hc, err := rest.HTTPClientFor(env.Config)
+		Expect(err).NotTo(HaveOccurred())
+		table := func(version string) metav1.Table {
+			base, _, err := rest.DefaultServerUrlFor(env.Config)
+			Expect(err).NotTo(HaveOccurred())
+			req, err := http.NewRequest(http.MethodGet, strings.TrimSuffix(base.String(), "/")+"/apis/nvidia.com/"+version+"/namespaces/"+ns+"/dynamographdeployments", nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+			resp, err := hc.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusOK), req.URL.String())
+			var t metav1.Table
+			Expect(json.NewDecoder(resp.Body).Decode(&t)).To(Succeed())
+			return t
+		}
+		alpha, beta := table("v1alpha1"), table("v1beta1")
+		var names []string
+		for _, c := range beta.ColumnDefinitions {
+			names = append(names, c.Name)
+		}
+		Expect(names).To(Equal([]string{"Name", "Ready", "Up-to-date", "Revision", "Phase", "Age"}))
+		Expect(alpha.ColumnDefinitions).To(Equal(beta.ColumnDefinitions))
+		Expect(beta.Rows).To(HaveLen(1))
+		Expect(alpha.Rows[0].Cells[:5]).To(Equal(beta.Rows[0].Cells[:5]))
+		Expect(beta.Rows[0].Cells[1]).To(Equal("5/5"))
+		Expect(beta.Rows[0].Cells[4]).To(Equal("Completed"))
 	})
 })

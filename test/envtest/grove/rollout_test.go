@@ -1,6 +1,7 @@
 package grove_test
 
 import (
+	"path/filepath"
 	"slices"
 	"time"
 
@@ -253,5 +254,21 @@ var _ = Describe("manual interference on Grove", func() {
 		last := steps[len(steps)-1]
 		Expect(pcsNamed(last, "strip-"+old)).To(BeNil())
 		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
+	})
+})
+
+var _ = Describe("a v1beta1 DGD on Grove", func() {
+	It("deploys config/samples/v1beta1/disagg-grove.yaml and rolls a new image written in v1beta1", func() {
+		ns := newNamespace()
+		b, err := harness.ReadBeta(filepath.Join(harness.RepoRoot(), "config", "samples", "v1beta1", "disagg-grove.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		b.Namespace = ns
+		Expect(env.Client.Create(ctx, b)).To(Succeed())
+		_, err = env.Drive(ctx, ns, b.Name, -1, 10, completed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(harness.UpdateBeta(ctx, env.Client, ns, b.Name, harness.BetaImage("nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1"))).To(Succeed())
+		steps, err := env.Drive(ctx, ns, b.Name, 1, 40, func(s harness.Snapshot) bool { return completed(s) && s.DGD.Status.UpdateRevisionNumber == 2 })
+		Expect(err).NotTo(HaveOccurred())
+		Expect(steps[len(steps)-1].PCS).To(HaveLen(2), "the stable frontend and revision 2's PodCliqueSet")
 	})
 })
