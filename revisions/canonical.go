@@ -49,7 +49,7 @@ func canonical(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.Dynamo
 	if c.ExtraPodSpec != nil && c.ExtraPodSpec.MainContainer != nil {
 		main = *c.ExtraPodSpec.MainContainer
 	}
-	c.Envs = mergeEnv(main.Env, c.Envs)
+	c.Envs = v1alpha1.MergeEnv(main.Env, c.Envs)
 	main.Env = nil
 
 	envFrom := slices.Clone(main.EnvFrom)
@@ -191,23 +191,4 @@ func canonicalItem(list corev1.ResourceList, item *v1alpha1.ResourceItem) (*v1al
 	return out, true
 }
 
-// resourceGPU is what Dynamo's `gpu` means without a gpuType (render.ResourceGPU).
-const resourceGPU corev1.ResourceName = "nvidia.com/gpu"
-
-// mergeEnv concatenates env lists, a later variable replacing an earlier one of the same
-// name in place (render's mergeEnv).
-func mergeEnv(lists ...[]corev1.EnvVar) []corev1.EnvVar {
-	var out []corev1.EnvVar
-	index := map[string]int{}
-	for _, l := range lists {
-		for _, e := range l {
-			if i, ok := index[e.Name]; ok {
-				out[i] = e
-				continue
-			}
-			index[e.Name] = len(out)
-			out = append(out, e)
-		}
-	}
-	return out
-}
+const resourceGPU = v1alpha1.ResourceGPU

@@ -15,8 +15,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1beta1"
 )
 
-// resourceGPU is what Dynamo's v1alpha1 `gpu` means unless gpuType names another.
-const resourceGPU corev1.ResourceName = "nvidia.com/gpu"
+const resourceGPU = v1alpha1.ResourceGPU
 
 // hubType is v1beta1's type of a v1alpha1 service: worker with subComponentType
 // prefill or decode becomes prefill or decode; any other componentType is kept as is
@@ -209,7 +208,7 @@ func mergeMain(base *corev1.Container, user *corev1.Container) {
 			bv.Field(i).Set(f)
 		}
 	}
-	base.Env = mergeEnv(env, u.Env)
+	base.Env = v1alpha1.MergeEnv(env, u.Env)
 	base.VolumeMounts = append(slices.Clone(u.VolumeMounts), mounts...)
 	base.Resources = mergeResources(res, u.Resources)
 }
@@ -361,24 +360,6 @@ func listToItem(list corev1.ResourceList) *v1alpha1.ResourceItem {
 				out.Custom = map[string]string{}
 			}
 			out.Custom[string(name)] = v
-		}
-	}
-	return out
-}
-
-// mergeEnv concatenates env lists, a later variable replacing an earlier one of the same
-// name in place (Dynamo's mergeEnvs).
-func mergeEnv(lists ...[]corev1.EnvVar) []corev1.EnvVar {
-	var out []corev1.EnvVar
-	index := map[string]int{}
-	for _, l := range lists {
-		for _, e := range l {
-			if i, ok := index[e.Name]; ok {
-				out[i] = e
-				continue
-			}
-			index[e.Name] = len(out)
-			out = append(out, e)
 		}
 	}
 	return out

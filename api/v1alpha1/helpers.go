@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"sort"
 
+	corev1 "k8s.io/api/core/v1"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -76,4 +78,26 @@ func (d *DynamoGraphDeployment) BackendOrDefault() BackendType {
 		return BackendAuto
 	}
 	return d.Spec.Backend
+}
+
+// ResourceGPU is what Dynamo's `gpu` resource means unless gpuType names another.
+const ResourceGPU corev1.ResourceName = "nvidia.com/gpu"
+
+// MergeEnv concatenates env lists, a later variable replacing an earlier one of the same
+// name in place, so the order of first appearance is kept (how Dynamo merges env, and
+// render too).
+func MergeEnv(lists ...[]corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	index := map[string]int{}
+	for _, l := range lists {
+		for _, e := range l {
+			if i, ok := index[e.Name]; ok {
+				out[i] = e
+				continue
+			}
+			index[e.Name] = len(out)
+			out = append(out, e)
+		}
+	}
+	return out
 }

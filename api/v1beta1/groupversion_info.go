@@ -32,6 +32,66 @@
 // (the storage version, so the API server never calls the conversion webhook for the
 // operator's own reads) and converts in-process with the very functions /convert
 // serves (conversion.Client, one seam); it writes the status back as v1beta1.
+// Owner references keep naming v1alpha1 (as on every workload made before), which the
+// controller and the garbage collector match by group and kind.
+//
+// # Conversion
+//
+// api/conversion follows Dynamo's rules (DYNAMO-V1BETA1.md §2) and payloads: what the
+// target version cannot hold is kept in nvidia.com/dgd-spec as Dynamo's envelope
+// {"version":1,"spec":<sparse spec of the source version>}, keyed by component name, and
+// a Dynamo-written payload (origin splits of env, envFrom, resources, probes and
+// mounts; v1alpha1-only fields) converts as under Dynamo's operator. Our own payloads
+// keep a whole service (or component) where one does not convert back bare, restored
+// whole while the live object still converts to it, and by Dynamo's rules otherwise
+// (the live value wins). One deliberate difference: without a payload, v1beta1's main
+// container volume mounts go to extraPodSpec.mainContainer (which this operator
+// renders) instead of the flat v1alpha1 volumeMounts (which it keeps as given).
+// nvidia.com/dgd-status is kept as given: our status converts whole.
+//
+// # Hashes
+//
+// The worker and graph hashes (revisions) are computed over the v1alpha1 the operator
+// works on, in a canonical layout (revisions.canonical): the spellings Dynamo's two
+// versions allow for one pod (env, envFromSecret, probes, resources in dedicated fields
+// or in mainContainer...) hash alike, so rewriting a manifest from v1alpha1 to v1beta1
+// starts no rollout; each rule keeps what render builds. Manifests in Dynamo's own
+// spelling (every sample and example) are their own canonical form: their hashes, and
+// TestHashGolden's literals, are unchanged. A running DGD in another spelling keeps its
+// revision across the upgrade (Sync matches stored revisions by canonical content), and
+// its next worker revision is hashed canonically.
+//
+// # Certificates
+//
+// The manager serves /convert (--webhook-bind-address, default :9443) with a
+// certificate from --webhook-cert-mode: self-signed (default; a CA of 10 years and a
+// serving certificate of one year for the Service's names, kept in the Secret
+// --webhook-secret-name in --webhook-service-namespace ($POD_NAMESPACE), renewed 90 days
+// before expiry, re-checked hourly, the CA injected into the CRD's conversion config;
+// every replica serves and writes its --webhook-cert-dir), cert-manager (its Secret
+// mounted at --webhook-cert-dir, the caBundle injected by cert-manager's CA injector
+// through the CRD annotation cert-manager.io/inject-ca-from), or files (ca.crt, tls.crt
+// and tls.key in --webhook-cert-dir). --webhook-url registers the conversion by URL
+// instead of the Service (make run and the test suites: https://127.0.0.1:<port>).
+// The operator also migrates storage once at start (app.MigrateStorage): every DGD
+// rewritten as v1beta1, status.storedVersions narrowed to [v1beta1].
+//
+// # Admission, compared with Dynamo's
+//
+// The CRD schema carries Dynamo's v1beta1 rules: components a list keyed by name
+// (unique in any letter case, at most one epp, at most 25), type an enum,
+// runtimeVersionOverride a version, and Dynamo's transition rules (type and
+// minAvailable immutable, restart unset on create). Dynamo's validating webhook also
+// refuses, on update, adding or removing components, changing backendFramework or a
+// component's single-node/multinode shape, and topology, kvTransferPolicy, GPU memory
+// service and failover changes: this operator accepts them, because it rolls such a
+// change safely as a new worker revision (or does not act on the field at all).
+// Where it accepts less than Dynamo: component names of at most 40 characters (they
+// become workload names), at most one frontend, backend Deployment without multinode
+// components, Grove's name budget; Dynamo's features it keeps as given (modelRef,
+// eppConfig, providerOverride, experimental...) are open objects whose inner schema is
+// not checked. There is no admission webhook: every rule above is schema or CEL, so
+// it needs the operator to be up for nothing but conversion.
 // +kubebuilder:object:generate=true
 // +groupName=nvidia.com
 package v1beta1
