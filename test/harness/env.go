@@ -61,6 +61,10 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 	e := &Env{env: &envtest.Environment{
 		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "dynamo")}, extraCRDs...),
 		ErrorIfCRDPathMissing: true,
+		// The DGD CRD serves two versions, each with a full PodTemplateSpec or PodSpec
+		// schema: on a loaded machine the API server may take more than envtest's
+		// default 10 s to serve it.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
 		// A loaded 2-core CI machine runs two suites at once: kube-apiserver, draining
 		// its watches, may need more than envtest's default 20 s to stop.
 		ControlPlaneStartTimeout: 2 * time.Minute,
