@@ -6,7 +6,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
@@ -54,8 +53,6 @@ var _ = Describe("v1beta1 DGDs on the local control plane", func() {
 				c.PodTemplate.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
 			}
 		}
-		one := intstr.FromInt32(1)
-		b.Spec.Rollout = &v1alpha1.RolloutSpec{MaxSurge: &one, MaxUnavailable: &one}
 		s := startObject(b)
 		update(s, harness.BetaImage("nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.2"))
 		s.waitRolledOut(2)
