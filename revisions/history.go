@@ -92,6 +92,9 @@ func createRevision(ctx context.Context, s store, dgd *v1alpha1.DynamoGraphDeplo
 	}
 	for range maxCreateAttempts {
 		hash := Hash(template, collisionCount)
+		if h := inheritedWorkerHash(ctx); h != "" {
+			hash = h // an existing revision's workers (Sync)
+		}
 		clone.Name = RevisionName(dgd.Name, GraphHash(graph, collisionCount))
 		if clone.Labels == nil {
 			clone.Labels = map[string]string{}

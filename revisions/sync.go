@@ -1,6 +1,7 @@
 package revisions
 
 import (
+	"bytes"
 	"context"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -83,6 +84,12 @@ func syncUpdateRevision(ctx context.Context, h Interface, dgd *v1alpha1.DynamoGr
 	}
 	equal := FindEqual(revs, want)
 	if len(equal) == 0 {
+		// The worker hash alone decides what rolls: a new revision whose workers are
+		// those of an existing one (a stable-only change) keeps that revision's worker
+		// hash, even one computed before the canonical layout (see canonical).
+		if h := workerHashOf(revs, want); h != "" {
+			ctx = withWorkerHash(ctx, h)
+		}
 		created, err := h.Create(ctx, dgd, want, collisionCount)
 		return created, err == nil, err
 	}
@@ -200,4 +207,39 @@ func (r Result) ServiceAt(hash, service string) *v1alpha1.DynamoComponentDeploym
 		}
 	}
 	return nil
+}
+
+// workerHashOf is the worker hash of the newest revision of revs whose worker template
+// equals want's, or "".
+func workerHashOf(revs []*appsv1.ControllerRevision, want *appsv1.ControllerRevision) string {
+	wd, err := DecodeRevisionData(want)
+	if err != nil {
+		return ""
+	}
+	wj, err := canonicalJSON(wd.Template())
+	if err != nil {
+		return ""
+	}
+	for i := len(revs) - 1; i >= 0; i-- {
+		d, err := DecodeRevisionData(revs[i])
+		if err != nil {
+			continue
+		}
+		if j, err := canonicalJSON(d.Template()); err == nil && bytes.Equal(j, wj) {
+			return HashOf(revs[i])
+		}
+	}
+	return ""
+}
+
+type workerHashKey struct{}
+
+// withWorkerHash makes Create label the revision with hash instead of computing it.
+func withWorkerHash(ctx context.Context, hash string) context.Context {
+	return context.WithValue(ctx, workerHashKey{}, hash)
+}
+
+func inheritedWorkerHash(ctx context.Context) string {
+	h, _ := ctx.Value(workerHashKey{}).(string)
+	return h
 }

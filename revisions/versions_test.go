@@ -1,6 +1,7 @@
 package revisions
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
@@ -188,5 +190,38 @@ func TestCanonicalRendersTheSame(t *testing.T) {
 				t.Errorf("%s #%d hashes apart from #0:\n%s", group, i, cmp.Diff(wantT, got))
 			}
 		}
+	}
+}
+
+// TestSyncKeepsAnOldWorkerHash: a running revision labelled with a worker hash the
+// canonical layout would not give (one made before it, from another spelling) is kept
+// by an unchanged spec, and a stable-only change makes a revision with that same worker
+// hash, so nothing rolls.
+func TestSyncKeepsAnOldWorkerHash(t *testing.T) {
+	dgd := sampleDGD()
+	running := ownedRevision(t, dgd, 1, 0, dgd)
+	running.Labels[v1alpha1.LabelWorkerHash] = "0badc0de"
+	dgd.Status.CurrentRevision = running.Name
+	for _, impl := range implementations() {
+		t.Run(impl.name, func(t *testing.T) {
+			h := impl.new(t, running)
+			res, err := Sync(context.Background(), h, dgd, sets.New("0badc0de"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Created || res.Update.Name != running.Name {
+				t.Fatalf("unchanged spec: update %s (created %v), want the running %s", res.Update.Name, res.Created, running.Name)
+			}
+			stable := mutate(dgd, func(d *v1alpha1.DynamoGraphDeployment) {
+				d.Spec.Services["Frontend"].ExtraPodSpec.MainContainer.Image = "frontend:2"
+			})
+			res, err = Sync(context.Background(), h, stable, sets.New("0badc0de"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !res.Created || HashOf(res.Update) != "0badc0de" {
+				t.Errorf("stable-only change: created %v, worker hash %s; want a new revision keeping 0badc0de", res.Created, HashOf(res.Update))
+			}
+		})
 	}
 }
