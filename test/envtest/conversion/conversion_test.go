@@ -2,6 +2,7 @@ package conversion_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
@@ -280,4 +282,56 @@ var _ = Describe("printer columns", func() {
 		Expect(beta.Rows[0].Cells[1]).To(Equal("5/5"))
 		Expect(beta.Rows[0].Cells[4]).To(Equal("Completed"))
 	})
+})
+
+var _ = Describe("rewriting a manifest in the other version", func() {
+	// A DGD made from the v1alpha1 sample is rewritten as its v1beta1 twin: once with
+	// the conversion annotation the stored object carries (kubectl apply keeps it), once
+	// without (a manifest written from scratch and replaced): the same graph, so the
+	// same revision and no rollout.
+	for _, keepPayload := range []bool{true, false} {
+		It(fmt.Sprintf("starts no rollout (annotation kept: %v)", keepPayload), func() {
+			ns := newNamespace()
+			u := manifest("config", "samples", "disagg.yaml")
+			u.SetNamespace(ns)
+			Expect(env.Client.Create(ctx, u)).To(Succeed())
+			before, err := env.Drive(ctx, ns, u.GetName(), -1, 10, harness.CompletedAt(1))
+			Expect(err).NotTo(HaveOccurred())
+			twin, err := harness.ReadBeta(filepath.Join(harness.RepoRoot(), "config", "samples", "v1beta1", "disagg.yaml"))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(harness.UpdateBeta(ctx, env.Client, ns, u.GetName(), func(d *v1beta1.DynamoGraphDeployment) {
+				d.Spec = twin.Spec
+				if !keepPayload {
+					delete(d.Annotations, conversion.AnnotationSpec)
+				}
+				// A scale (never a revision) too: observedGeneration then says the
+				// operator has acted on the rewritten spec.
+				for i := range d.Spec.Components {
+					if d.Spec.Components[i].ComponentName == "VllmDecodeWorker" {
+						d.Spec.Components[i].Replicas = ptr.To(int32(3))
+					}
+				}
+			})).To(Succeed())
+			if !keepPayload {
+				// The operator now sees another v1alpha1 spelling of the same graph.
+				Eventually(func(g Gomega) {
+					var d v1alpha1.DynamoGraphDeployment
+					g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(u), &d)).To(Succeed())
+					w := d.Spec.Services["VllmDecodeWorker"]
+					g.Expect(w.EnvFromSecret).To(BeNil())
+					g.Expect(w.DynamoNamespace).To(BeNil())
+					g.Expect(w.ExtraPodSpec.MainContainer.EnvFrom).To(HaveLen(1))
+				}).Should(Succeed())
+			}
+			var after harness.Snapshot
+			Eventually(func(g Gomega) {
+				after, err = env.WaitSettled(ctx, ns, u.GetName())
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(after.DGD.Status.ObservedGeneration).To(Equal(after.DGD.Generation))
+			}).Should(Succeed())
+			Expect(after.DGD.Status.UpdateRevision).To(Equal(before[len(before)-1].DGD.Status.UpdateRevision))
+			Expect(after.DGD.Status.UpdateRevisionNumber).To(Equal(int64(1)))
+			Expect(after.Hashes()).To(Equal(before[len(before)-1].Hashes()), "the same workloads")
+		})
+	}
 })
