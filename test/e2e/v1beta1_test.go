@@ -63,6 +63,21 @@ var _ = Describe("v1beta1 DGDs on the local control plane", func() {
 		s.waitRolledOut(2)
 		checkGangs(s)
 	})
+
+	It("deploys Dynamo's other example graphs: aggregated vLLM, multinode vLLM and TRT-LLM", func() {
+		for _, name := range []string{"vllm-agg.yaml", "vllm-disagg-multinode.yaml", "trtllm-disagg-multinode.yaml"} {
+			b := example(name)
+			for i := range b.Spec.Components {
+				if c := &b.Spec.Components[i]; c.Multinode != nil {
+					c.PodTemplate.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
+				}
+			}
+			s := startObject(b) // revision 1 rolled out, discovered, under the watcher and observer
+			if b.Spec.Components[1].Multinode != nil {
+				checkGangs(s)
+			}
+		}
+	})
 })
 
 func ptrTo[T any](v T) *T { return &v }
