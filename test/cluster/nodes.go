@@ -55,14 +55,17 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	return nil
 }
 
-// createNode creates one fake node: capacity cpu 32, memory 256Gi, pods 110 and
+// createNode creates one fake node: capacity cpu 32, memory 256Gi, ephemeral-storage
+// 1Ti (a real kubelet reports its root filesystem; Dynamo's own examples request
+// ephemeral storage, which a node reporting none could never schedule), pods 110 and
 // GPUsPerNode GPUs, no taints.
 func (c *Cluster) createNode(ctx context.Context, name string) error {
 	res := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-		GPUResource:           resource.MustParse(strconv.Itoa(c.opts.GPUsPerNode)),
+		corev1.ResourceCPU:              resource.MustParse("32"),
+		corev1.ResourceMemory:           resource.MustParse("256Gi"),
+		corev1.ResourcePods:             resource.MustParse("110"),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
+		GPUResource:                     resource.MustParse(strconv.Itoa(c.opts.GPUsPerNode)),
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
