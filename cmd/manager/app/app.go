@@ -25,6 +25,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -110,6 +111,9 @@ type Options struct {
 	PrometheusURL string
 	// Querier, when set, answers the analysis queries instead (tests).
 	Querier analysis.Querier
+	// Middleware, when set, wraps the DGD reconciler (controllers.Reconciler.Middleware):
+	// tests trace passes with it.
+	Middleware func(reconcile.Reconciler) reconcile.Reconciler
 }
 
 // AnalysisFlags binds the flags of the analysis steps.
@@ -226,23 +230,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 // Setup adds the DynamoGraphDeployment controller to mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
-	r := &controllers.Reconciler{
-		Client:    mgr.GetClient(),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("dgd-rollout"),
-		Backends:  Backends(mgr, o.Platform),
-		History:   revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
-		Platform:  o.Platform,
-		APIReader: mgr.GetAPIReader(),
-	}
-	if o.Querier != nil {
-		r.Analysis = o.Querier
-	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
-		q, err := analysis.NewPrometheus(url)
-		if err != nil {
-			return err
-		}
-		r.Analysis = q
+	r, err := NewReconciler(mgr, o)
+	if err != nil {
+		return err
 	}
 	if o.Tuning.Workers == 0 {
 		o.Tuning.Workers = DefaultTuning.Workers
@@ -251,4 +241,30 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up the DynamoGraphDeployment controller: %w", err)
 	}
 	return nil
+}
+
+// NewReconciler builds the DynamoGraphDeployment reconciler Setup registers: the
+// manager's client and cache, every backend whose CRDs are installed, the revision
+// history, the analysis querier.
+func NewReconciler(mgr ctrl.Manager, o Options) (*controllers.Reconciler, error) {
+	r := &controllers.Reconciler{
+		Client:     mgr.GetClient(),
+		Scheme:     mgr.GetScheme(),
+		Recorder:   mgr.GetEventRecorder("dgd-rollout"),
+		Backends:   Backends(mgr, o.Platform),
+		History:    revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
+		Platform:   o.Platform,
+		APIReader:  mgr.GetAPIReader(),
+		Middleware: o.Middleware,
+	}
+	if o.Querier != nil {
+		r.Analysis = o.Querier
+	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
+		q, err := analysis.NewPrometheus(url)
+		if err != nil {
+			return nil, err
+		}
+		r.Analysis = q
+	}
+	return r, nil
 }
