@@ -37,6 +37,7 @@ type Env struct {
 	cancel context.CancelFunc
 	done   chan error
 	grove  groveState
+	lws    lwsState
 	// proxy records every request the operator makes (it talks to the API server
 	// through it); passes records its reconcile passes per DGD.
 	proxy    *opproc.Proxy
