@@ -56,6 +56,13 @@ func (f *judgeFixture) status(rv uint64, workloads ...string) {
 	f.w.h.record(d, false)
 }
 
+// settled is revision a at P=4/D=2, its status written at resourceVersion 12.
+func (f *judgeFixture) settled() {
+	f.deployment("prefill", "a", 4, 11, false)
+	f.deployment("decode", "a", 2, 10, false)
+	f.status(12, "prefill/a=4", "decode/a=2")
+}
+
 func atoi32(s string) int32 {
 	var n int32
 	_, _ = fmt.Sscan(s, &n)
@@ -69,9 +76,7 @@ func atoi32(s string) int32 {
 // that misreports the live workloads is a violation.
 func TestWatcherJudgesLiveWorkloadsAtStatusWrites(t *testing.T) {
 	f := newJudgeFixture()
-	f.deployment("prefill", "a", 4, 11, false)
-	f.deployment("decode", "a", 2, 10, false)
-	f.status(12, "prefill/a=4", "decode/a=2")
+	f.settled()
 	// A pass: old prefill 4→3, new decode and prefill created at 1 (decode first).
 	f.deployment("prefill", "b", 1, 22, false)
 	f.deployment("prefill", "a", 3, 20, false)
@@ -96,9 +101,7 @@ func TestWatcherJudgesLiveWorkloadsAtStatusWrites(t *testing.T) {
 	// A broken backend: the status reports decode b at 1, prefill b at 1; live, decode b
 	// was never scaled up from 0 (created at another count).
 	g := newJudgeFixture()
-	g.deployment("prefill", "a", 4, 11, false)
-	g.deployment("decode", "a", 2, 10, false)
-	g.status(12, "prefill/a=4", "decode/a=2")
+	g.settled()
 	g.deployment("decode", "b", 0, 20, false)
 	g.deployment("prefill", "b", 1, 21, false)
 	g.deployment("prefill", "a", 3, 22, false)

@@ -108,16 +108,20 @@ func CheckPools(services []Service, ws []Workload) []string {
 		byName[s.Name] = s
 	}
 	pools := poolsOf(ws)
-	hashes := make([]string, 0, len(pools))
-	for h := range pools {
-		hashes = append(hashes, h)
-	}
-	sort.Strings(hashes)
 	var v []string
-	for _, h := range hashes {
+	for _, h := range sortedKeys(pools) {
 		v = append(v, checkPool(h, byName, pools[h])...)
 	}
 	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // CheckPrefillHasDecode returns the pools that hold prefill replicas and none of some
@@ -128,13 +132,8 @@ func CheckPools(services []Service, ws []Workload) []string {
 // rule in both directions holds at pass boundaries (CheckPools).
 func CheckPrefillHasDecode(services []Service, ws []Workload) []string {
 	pools := poolsOf(ws)
-	hashes := make([]string, 0, len(pools))
-	for h := range pools {
-		hashes = append(hashes, h)
-	}
-	sort.Strings(hashes)
 	var v []string
-	for _, h := range hashes {
+	for _, h := range sortedKeys(pools) {
 		var prefill, noDecode []string
 		for _, s := range services {
 			switch {
