@@ -36,9 +36,12 @@ import (
 //
 // An object being deleted holds no replicas.
 type history struct {
-	objs    map[objKey][]version
-	dgds    []dgdVersion
+	objs map[objKey][]version
+	dgds []dgdVersion
+	// dgdGone: the DGD was deleted, at resourceVersion goneAt (its workloads go with it,
+	// in the garbage collector's order: no state after is judged).
 	dgdGone bool
+	goneAt  uint64
 }
 
 type objKey struct{ kind, name string }
@@ -85,7 +88,10 @@ func (h *history) record(obj client.Object, gone bool) (statusWrite bool) {
 	rv := parseRV(obj.GetResourceVersion())
 	if d, ok := obj.(*v1alpha1.DynamoGraphDeployment); ok {
 		if gone {
-			h.dgdGone = true
+			h.dgdGone, h.goneAt = true, rv
+			if last := h.latestDGD(); last != nil && parseRV(last.ResourceVersion) >= rv {
+				h.goneAt = parseRV(last.ResourceVersion) + 1 // a deletion seen on a relist
+			}
 			return false
 		}
 		prev := h.latestDGD()
@@ -151,8 +157,11 @@ func (h *history) latestDGD() *v1alpha1.DynamoGraphDeployment {
 	return h.dgds[len(h.dgds)-1].d
 }
 
-// dgdAt is the DGD as of rv (nil before it existed).
+// dgdAt is the DGD as of rv (nil before it existed and once deleted).
 func (h *history) dgdAt(rv uint64) *v1alpha1.DynamoGraphDeployment {
+	if h.dgdGone && rv >= h.goneAt {
+		return nil
+	}
 	var out *v1alpha1.DynamoGraphDeployment
 	for _, v := range h.dgds {
 		if v.rv <= rv {

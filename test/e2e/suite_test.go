@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -28,11 +30,13 @@ import (
 const PodReadyDelay = time.Second
 
 var (
-	cl     *cluster.Cluster
-	k8s    client.Client
-	ctx    = context.Background()
-	nsN    int
-	stopOp context.CancelFunc
+	cl  *cluster.Cluster
+	k8s client.Client
+	ctx = context.Background()
+	nsN int
+	// opConfig is the operator's client config; stopOp stops the operator running.
+	opConfig *rest.Config
+	stopOp   func()
 	// promSrv is the real Prometheus the operator's analysis steps query; it scrapes
 	// exporter, which serves Dynamo's worker metrics for every Ready worker pod.
 	promSrv  *prom.Server
@@ -77,15 +81,39 @@ var _ = BeforeSuite(func() {
 // the Roles it creates for Dynamo's pods, which Kubernetes lets it grant only if it holds
 // their permissions itself.
 func startOperator() {
-	mgr, err := app.NewManager(operatorConfig(), app.Options{Manager: ctrl.Options{
+	opConfig = operatorConfig()
+	stopOp = runOperator(nil)
+	DeferCleanup(func() { stopOp() })
+}
+
+// runOperator starts an operator (its client made by newClient when set: a broken
+// operator for a mutation test) and returns the function that stops it.
+func runOperator(newClient client.NewClientFunc) func() {
+	mgr, err := app.NewManager(opConfig, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
+		// Mutation tests run other operators in this process, one at a time.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient:  newClient,
 	}, PrometheusURL: promSrv.URL})
 	Expect(err).NotTo(HaveOccurred())
-	var opCtx context.Context
-	opCtx, stopOp = context.WithCancel(ctx)
+	opCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- mgr.Start(opCtx) }()
-	DeferCleanup(func() { stopOp(); Expect(<-done).To(Succeed()) })
+	return func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	}
+}
+
+// withBrokenOperator replaces the suite's operator with one whose client newClient
+// makes, until the spec ends (a mutation test: the suite's checks must catch it).
+func withBrokenOperator(newClient client.NewClientFunc) {
+	stopOp()
+	stopOp = runOperator(newClient)
+	DeferCleanup(func() {
+		stopOp()
+		stopOp = runOperator(nil)
+	})
 }
 
 // operatorConfig applies config/rbac and returns a client config that acts as its

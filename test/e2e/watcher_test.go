@@ -127,3 +127,21 @@ func TestWatcherJudgesLiveWorkloadsAtStatusWrites(t *testing.T) {
 		t.Errorf("changes between the two status writes: %q, want 3", spec)
 	}
 }
+
+// TestWatcherStopsJudgingAtTheDGDsDeletion: once the DGD is deleted, the garbage
+// collector removes its workloads in any order (prefill after decode here): nothing
+// after the deletion is judged.
+func TestWatcherStopsJudgingAtTheDGDsDeletion(t *testing.T) {
+	f := newJudgeFixture()
+	f.settled()
+	gone := f.dgd.DeepCopy()
+	gone.ResourceVersion = "20"
+	f.w.h.record(gone, true)
+	f.deployment("decode", "a", 2, 21, true)
+	f.deployment("prefill", "a", 4, 22, true)
+	f.w.checkWorkloads(math.MaxUint64)
+	f.w.judge(math.MaxUint64)
+	if v := f.w.Violations(); len(v) > 0 {
+		t.Fatalf("judged after the DGD's deletion: %q", v)
+	}
+}
