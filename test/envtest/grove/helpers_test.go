@@ -5,7 +5,6 @@ import (
 	"strings"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
-	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -18,15 +17,7 @@ import (
 // judges surge and prefill-with-decode at every write and ratio, orphans and the
 // status's account at every pass boundary, until the spec ends.
 func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
-	w, err := e2e.WatchWith(ctx, env.Config, obj.Namespace, obj.Name, e2e.Options{Grove: true})
-	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(func() {
-		Expect(w.Flush(ctx)).To(Succeed())
-		w.Stop()
-		st := w.Snapshot()
-		GinkgoWriter.Printf("%s/%s watcher: %d events, %d pass boundaries, max skew %.2f\n", obj.Namespace, obj.Name, st.Events, st.PassStates, st.MaxSkew)
-		Expect(w.Violations()).To(BeEmpty(), "the live workloads of %s/%s", obj.Namespace, obj.Name)
-	})
+	e2e.WatchSpec(ctx, env.Config, obj.Namespace, obj.Name, e2e.Options{Grove: true})
 	s, err := env.Deploy(ctx, obj, completed)
 	Expect(err).NotTo(HaveOccurred())
 	return s
