@@ -50,6 +50,12 @@ func (f *firstRevision) created(hash string) (first bool) {
 	return f.first == hash
 }
 
+func (f *firstRevision) original() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.first
+}
+
 func (f *firstRevision) latest() string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -114,5 +120,32 @@ var _ = Describe("mutation: a broken operator fails the suite", func() {
 		s.expect = []string{"orphan prefill: pool", "orphan: pool", "status reports skew-decode-"}
 		s.update(image("vllm:v2"))
 		s.waitRolledOut(2)
+	})
+
+	It("catches an operator whose new revision registers in the old revision's Dynamo namespace (isolation)", func() {
+		// Every worker Deployment of a new revision is created with the first revision's
+		// DYN_NAMESPACE_WORKER_SUFFIX: a new prefill would hand KV cache to an old decode.
+		withBrokenOperator(brokenClient(func(rev *firstRevision) interceptor.Funcs {
+			return interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if d, ok := obj.(*appsv1.Deployment); ok && d.Labels[v1alpha1.LabelWorkerHash] != "" && !rev.created(d.Labels[v1alpha1.LabelWorkerHash]) {
+					for i := range d.Spec.Template.Spec.Containers {
+						for j, e := range d.Spec.Template.Spec.Containers[i].Env {
+							if e.Name == v1alpha1.EnvDynNamespaceWorkerSuffix {
+								d.Spec.Template.Spec.Containers[i].Env[j].Value = rev.original()
+							}
+						}
+					}
+				}
+				return c.Create(ctx, obj, opts...)
+			}}
+		}))
+		s := start(gpus(harness.NewDGD(newNamespace(), "mixed").Disagg(2, 1, "vllm:v1").Obj()))
+		s.expect = []string{"isolation: pod mixed-", "isolation: revisions"}
+		s.update(image("vllm:v2"))
+		// Rolled out, but the frontend never discovers the new revision's namespace: not
+		// waited for.
+		s.until("revision 2 rolled out", func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+			return d.Status.UpdateRevisionNumber == 2 && RolledOut(d, pods)
+		})
 	})
 })
