@@ -219,7 +219,10 @@ func (p *pass) applyIncreases(ctx context.Context) error {
 		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{
 			Key: key, Spec: p.goalDGD.Spec.Services[name], Replicas: t})
 	}
-	sort.SliceStable(order, func(i, j int) bool { return order[i].Kind() < order[j].Kind() })
+	// The backends create in the order their first service comes in, decode first
+	// (workerNamesByRole): a graph whose decode runs on another backend than its prefill
+	// (multinode decode on LeaderWorkerSets, single-node prefill on Deployments) gets its
+	// decode workload before its prefill one, as byRole orders every other write.
 	for _, b := range order {
 		if !p.mayCreate(b, *pools[b], existing) {
 			continue

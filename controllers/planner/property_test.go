@@ -203,8 +203,21 @@ func (s *sim) check(in planner.Input, p planner.Plan) error {
 	if errs := refCheck(in, p); len(errs) > 0 {
 		return fmt.Errorf("step %d: %s\ninput %+v\nplan %+v", s.now, strings.Join(errs, "; "), in, p)
 	}
-	if in.Spec.Paused && refInProgress(in) && p.Phase != planner.PhasePaused {
-		return fmt.Errorf("step %d: paused rollout moved: %+v", s.now, p)
+	if in.Spec.Paused && refInProgress(in) {
+		if p.Phase != planner.PhasePaused {
+			return fmt.Errorf("step %d: paused rollout not reported Paused: %+v", s.now, p)
+		}
+		// Nothing moves: every target is the replicas its workload has (0 for one that
+		// does not exist), whatever the phase says.
+		have := map[refKey]int32{}
+		for _, w := range in.Workloads {
+			have[refKey{w.Service, w.Revision}] += w.Spec
+		}
+		for _, t := range p.Targets {
+			if t.Replicas != have[refKey{t.Service, t.Revision}] {
+				return fmt.Errorf("step %d: paused rollout moved %s of revision %d from %d to %d", s.now, t.Service, t.Revision, have[refKey{t.Service, t.Revision}], t.Replicas)
+			}
+		}
 	}
 	if s.now%7 == 0 && !reflect.DeepEqual(p, planner.Compute(in)) {
 		return fmt.Errorf("step %d: Compute is not deterministic", s.now)

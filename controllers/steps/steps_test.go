@@ -230,13 +230,86 @@ func TestPartitionAtAndRaises(t *testing.T) {
 	}
 }
 
+// refMetric is the test's own account of one metric of an analysis step: every
+// measurement it was given, judged by the rules the analysis package documents (as
+// Argo Rollouts' AnalysisRuns), written again here so that the step machine's
+// properties are not judged by the functions it calls (analysis.Assess, NextAt):
+//   - Failed once more measurements failed than failureLimit; else Inconclusive once
+//     more were inconclusive than inconclusiveLimit, or more queries in a row erred
+//     than consecutiveErrorLimit; else Successful once count measurements that did not
+//     err were taken; else Running;
+//   - the first measurement is due initialDelay after the step started, the next one
+//     interval after the last that did not err, min(interval, 10 s) after an error.
+type refMetric struct {
+	m   analysis.Metric
+	got []analysis.Measurement
+}
+
+func (r *refMetric) phase() analysis.Phase {
+	var failed, inconclusive, counted, errorsInARow int32
+	for _, x := range r.got {
+		if x.Phase == analysis.Error {
+			errorsInARow++
+			continue
+		}
+		errorsInARow = 0
+		counted++
+		switch x.Phase {
+		case analysis.Failed:
+			failed++
+		case analysis.Inconclusive:
+			inconclusive++
+		}
+	}
+	switch {
+	case failed > r.m.FailureLimit:
+		return analysis.Failed
+	case inconclusive > r.m.InconclusiveLimit, errorsInARow > r.m.ConsecutiveErrorLimit:
+		return analysis.Inconclusive
+	case counted >= r.m.Count:
+		return analysis.Successful
+	}
+	return analysis.Running
+}
+
+func (r *refMetric) due(start time.Time) time.Time {
+	if len(r.got) == 0 {
+		return start.Add(r.m.InitialDelay)
+	}
+	last := r.got[len(r.got)-1]
+	if last.Phase == analysis.Error {
+		return last.At.Add(min(r.m.Interval, 10*time.Second))
+	}
+	return last.At.Add(r.m.Interval)
+}
+
+// refStep is the phase of an analysis step from its metrics': a failed metric fails
+// it, else an inconclusive one makes it inconclusive, else it runs until all passed.
+func refStep(metrics map[string]*refMetric, step Step) analysis.Phase {
+	out := analysis.Successful
+	for _, m := range step.Analysis {
+		switch metrics[m.Name].phase() {
+		case analysis.Failed:
+			return analysis.Failed
+		case analysis.Inconclusive:
+			out = analysis.Inconclusive
+		case analysis.Running:
+			if out == analysis.Successful {
+				out = analysis.Running
+			}
+		}
+	}
+	return out
+}
+
 // TestRunProperties runs random non-raising step lists (partitions, pauses, analyses)
 // through a simulated rollout with a random clock, random promotions and random
 // measurements: the index never goes back, the held partition never rises, a pause or
 // an analysis holds (no move), a timed pause ends no earlier than its deadline, a
-// metric is measured no earlier than it is due, an analysis step ends only when every
-// metric passed (or promoted), an abort only when a metric failed, and every rollout
-// completes or is aborted.
+// metric is measured no earlier than it is due and every metric due is measured while
+// its step runs, an analysis step ends only when every metric passed (or promoted), an
+// abort only when a metric failed, and every rollout completes or is aborted. Metrics
+// are judged by the test's reference (refMetric), not by the analysis package.
 func TestRunProperties(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	var aborts, passed int
@@ -269,7 +342,17 @@ func TestRunProperties(t *testing.T) {
 		w := &world{old: 100}
 		now := t0
 		in := Input{Steps: steps, State: State{Start: now}, Now: now, Promotion: Promotion{Through: -1}, Phase: w.phase}
-		tallies := map[int]map[string]analysis.Tally{} // by step, as the status records them
+		tallies := map[int]map[string]analysis.Tally{} // by step, as the status records them (the machine's input)
+		refs := map[int]map[string]*refMetric{}        // by step, the reference's account
+		ref := func(step int) map[string]*refMetric {
+			if refs[step] == nil {
+				refs[step] = map[string]*refMetric{}
+				for _, m := range steps[step].Analysis {
+					refs[step][m.Name] = &refMetric{m: m}
+				}
+			}
+			return refs[step]
+		}
 		lastPart := int32(101)
 		aborted := false
 		for pass := 0; !aborted; pass++ {
@@ -278,9 +361,24 @@ func TestRunProperties(t *testing.T) {
 			}
 			in.Tallies = tallies[in.State.Index]
 			o := Run(in)
-			for len(o.Due) > 0 { // measure, as the controller does, and run again
+			for {
+				if i := o.State.Index; i < len(steps) && len(steps[i].Analysis) > 0 && refStep(ref(i), steps[i]) == analysis.Running {
+					listed := map[string]bool{}
+					for _, m := range o.Due {
+						listed[m.Name] = true
+					}
+					for _, m := range steps[i].Analysis { // every metric due is measured
+						if r := ref(i)[m.Name]; r.phase() == analysis.Running && !now.Before(r.due(o.State.Start)) && !listed[m.Name] {
+							t.Fatalf("case %d: metric %s of step %d due since %s, not measured at %s", n, m.Name, i, r.due(o.State.Start), now)
+						}
+					}
+				}
+				if len(o.Due) == 0 {
+					break
+				}
+				// Measure, as the controller does, and run again.
 				for _, m := range o.Due {
-					if at := analysis.NextAt(m, tallies[o.State.Index][m.Name], o.State.Start); now.Before(at) {
+					if at := ref(o.State.Index)[m.Name].due(o.State.Start); now.Before(at) {
 						t.Fatalf("case %d: metric %s due at %s before its time %s", n, m.Name, now, at)
 					}
 				}
@@ -289,13 +387,17 @@ func TestRunProperties(t *testing.T) {
 					phase = analysis.Successful
 				}
 				tallies[o.State.Index] = measured(tallies[o.State.Index], o.Due, phase, now)
+				for _, m := range o.Due {
+					r := ref(o.State.Index)[m.Name]
+					r.got = append(r.got, analysis.Measurement{Phase: phase, At: now})
+				}
 				in.State, in.Tallies = o.State, tallies[o.State.Index]
 				o = Run(in)
 			}
 			for i := in.State.Index; i < o.State.Index; i++ { // an analysis step ends passed or promoted
 				if a := steps[i].Analysis; len(a) > 0 && i > in.Promotion.Through && !in.Promotion.Full && !in.NothingToRoll {
 					for _, m := range a {
-						if p, _ := analysis.Assess(m, tallies[i][m.Name]); p != analysis.Successful {
+						if p := ref(i)[m.Name].phase(); p != analysis.Successful {
 							t.Fatalf("case %d: analysis step %d ended with metric %s %s", n, i, m.Name, p)
 						}
 					}
@@ -304,8 +406,7 @@ func TestRunProperties(t *testing.T) {
 			if o.Abort != "" {
 				failed := false
 				for _, m := range steps[o.State.Index].Analysis {
-					p, _ := analysis.Assess(m, tallies[o.State.Index][m.Name])
-					failed = failed || p == analysis.Failed
+					failed = failed || ref(o.State.Index)[m.Name].phase() == analysis.Failed
 				}
 				if !failed || !o.Paused {
 					t.Fatalf("case %d: abort %q without a failed metric, or not holding", n, o.Abort)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"fmt"
 	"testing"
 	"time"
 )
@@ -15,25 +16,37 @@ func TestP3Smoke(t *testing.T) {
 		// Per graph (frontend 1, prefill 2, decode 1, maxSurge 1 / maxUnavailable 0):
 		// a ControllerRevision; each worker service's new Deployment and its Service
 		// created, the old ones deleted once drained; prefill's scaled once each way;
-		// three steps; RolloutStarted, a RolloutStep per step, RolloutCompleted.
+		// three steps; RolloutStarted, a RolloutStep per step, RolloutCompleted. Each
+		// graph on its own, not totals over the graphs (one graph's extra write would
+		// hide another's missing one).
 		want := map[string]int{
-			"POST controllerrevisions": n,
-			"POST deployments":         2 * n, "DELETE deployments": 2 * n, "PUT deployments/scale": 2 * n,
-			"POST services": 2 * n, "DELETE services": 2 * n,
-			"POST events": 5 * n,
+			"POST controllerrevisions": 1,
+			"POST deployments":         2, "DELETE deployments": 2, "PUT deployments/scale": 2,
+			"POST services": 2, "DELETE services": 2,
+			"POST events": 5,
 		}
-		for k, v := range want {
-			if r.writes[k] != v {
-				t.Errorf("%s: %d writes over the DGDs' rollout, want %d (all: %v)", k, r.writes[k], v, r.writes)
+		for i := range n {
+			g := fmt.Sprintf("g%04d", i)
+			got := r.graphWrites[g]
+			for k, v := range want {
+				if got[k] != v {
+					t.Errorf("%s: %s: %d writes over its rollout, want %d (all: %v)", g, k, got[k], v, got)
+				}
 			}
+			if r.graphSteps[g] != 3 {
+				t.Errorf("%s: %d rollout steps, want 3", g, r.graphSteps[g])
+			}
+			// A status write reports each step; readiness that changes between steps may
+			// add one.
+			if st := got["PUT dynamographdeployments/status"]; st < 3 || st > 5 {
+				t.Errorf("%s: %d status writes over its rollout, want 3 to 5", g, st)
+			}
+		}
+		if len(r.graphWrites) != n {
+			t.Errorf("writes of %d graphs, want %d: %v", len(r.graphWrites), n, r.graphWrites)
 		}
 		if r.steps != 3*n {
 			t.Errorf("%d rollout steps, want %d", r.steps, 3*n)
-		}
-		// A status write reports each step; readiness that changes between steps may
-		// add one.
-		if st := r.writes["PUT dynamographdeployments/status"]; st < 3*n || st > 5*n {
-			t.Errorf("%d status writes over the rollout, want %d to %d", st, 3*n, 5*n)
 		}
 		if len(r.gainLatencies) == 0 || len(r.latencies) < len(r.gainLatencies) {
 			t.Errorf("readiness changes paired with an operator write: %d, of which gains %d", len(r.latencies), len(r.gainLatencies))

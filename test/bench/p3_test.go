@@ -207,12 +207,14 @@ type p3Run struct {
 	steadyWindow time.Duration
 
 	plainCreate, plainRoll, dgdCreate, dgdRoll time.Duration
-	graphCreate, graphRoll                     time.Duration            // the plain graphs (plainGraphs)
-	rssIdle, rssCreate                         int64                    // the operator's peak RSS before the DGDs, and by the end of their create
-	createWrites                               int                      // writes but Events over the N creates
-	writes                                     map[string]int           // "VERB resource" over the DGD rollout
-	reads                                      map[string]int           // the same, GET and LIST requests (the cache's watches aside)
-	took                                       map[string]time.Duration // their total answer time
+	graphCreate, graphRoll                     time.Duration             // the plain graphs (plainGraphs)
+	rssIdle, rssCreate                         int64                     // the operator's peak RSS before the DGDs, and by the end of their create
+	createWrites                               int                       // writes but Events over the N creates
+	writes                                     map[string]int            // "VERB resource" over the DGD rollout
+	graphWrites                                map[string]map[string]int // the same per graph (by DGD name)
+	graphSteps                                 map[string]int            // rollout steps per graph
+	reads                                      map[string]int            // the same, GET and LIST requests (the cache's watches aside)
+	took                                       map[string]time.Duration  // their total answer time
 	steps                                      int
 	steady                                     int
 	latencies, gainLatencies                   []time.Duration // readiness change -> next write (every change, gains)
@@ -457,15 +459,29 @@ func (r *p3Run) graphs(b testing.TB) {
 	if p3Profile != "" {
 		copyMetrics(b, fmt.Sprintf("metrics-%d.txt", r.round))
 	}
-	r.steps = r.operatorSteps(b) - stepsBefore
+	after := r.operatorSteps(b)
+	r.steps, r.graphSteps = after[""]-stepsBefore[""], map[string]int{}
+	for g, n := range after {
+		if g != "" {
+			r.graphSteps[g] = n - stepsBefore[g]
+		}
+	}
 	reqs := r.proxy.Requests(begin)
 	r.writes, r.reads = map[string]int{}, map[string]int{}
+	r.graphWrites = map[string]map[string]int{}
 	r.took = map[string]time.Duration{}
 	for _, q := range reqs {
 		switch {
 		case q.Write() && q.Namespace == ns:
 			r.writes[q.Verb+" "+q.Resource]++
 			r.took[q.Verb+" "+q.Resource] += q.Took
+			// Every object of graph gNNNN is named gNNNN or gNNNN-...; an Event names
+			// the object it regards.
+			g, _, _ := strings.Cut(q.Name, "-")
+			if r.graphWrites[g] == nil {
+				r.graphWrites[g] = map[string]int{}
+			}
+			r.graphWrites[g][q.Verb+" "+q.Resource]++
 		case !q.Write() && q.Verb != "WATCH" && (q.Namespace == ns || q.Namespace == ""):
 			r.reads[q.Verb+" "+q.Resource]++
 		}
@@ -485,25 +501,31 @@ func (r *p3Run) graphs(b testing.TB) {
 }
 
 // operatorSteps reads the operator's dgd_rollout_steps_total (passes that moved
-// replicas), summed over every DGD, from its metrics endpoint.
-func (r *p3Run) operatorSteps(b testing.TB) int {
+// replicas) from its metrics endpoint: per DGD name, and summed over every DGD under "".
+func (r *p3Run) operatorSteps(b testing.TB) map[string]int {
 	resp, err := http.Get("http://" + p3Metrics + "/metrics")
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer resp.Body.Close()
-	var sum float64
+	out := map[string]int{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
 		if !strings.HasPrefix(line, "dgd_rollout_steps_total{") {
 			continue
 		}
-		if v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64); err == nil {
-			sum += v
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[""] += int(v)
+		if _, rest, ok := strings.Cut(line, `name="`); ok {
+			name, _, _ := strings.Cut(rest, `"`)
+			out[name] += int(v)
 		}
 	}
-	return int(sum)
+	return out
 }
 
 func retryConflict(f func() error) error {

@@ -3,8 +3,10 @@
 package crash
 
 import (
+	"bufio"
 	"fmt"
-	"github.com/google/go-cmp/cmp"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,12 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/opproc"
 )
 
 // minKills is how many SIGKILLs a run must survive.
@@ -196,8 +201,11 @@ func TestCrashSafety(t *testing.T) {
 }
 
 // steadyRestarts starts and SIGKILLs the operator three times with every rollout
-// complete: a restart with nothing to do must write nothing (no status, scale or
-// revision write).
+// complete: a restart with nothing to do must write nothing. Each operator talks to the
+// API server through a proxy that records its writes (opproc.ServeProxy), and is
+// killed once its metrics show a finished pass of every DGD and nothing queued or
+// running; every write it sent in its life fails the test, and the resourceVersions and
+// generations of every object are compared too.
 func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario) {
 	t.Helper()
 	before := versions(t, scenarios)
@@ -207,15 +215,26 @@ func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario
 			statuses[s.ns+"/"+s.name] = w.d.Status
 		}
 	}
+	dir := filepath.Join(e.dir, "steady")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	proxy, err := opproc.StartProxy(e.cl.Config, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	kubeconfig := proxy.Kubeconfig
 	for i := 1; i <= 3; i++ {
-		started := len(grepLog(logPath, logWorkers))
+		metrics := freeAddr(t)
 		appendLog(logPath, "steady-state start #%d", i)
-		op, err := e.startOperator("dgd-operator", logPath, "--leader-elect=false")
+		op, err := e.startOperatorWith(kubeconfig, "dgd-operator", logPath, "--leader-elect=false", "--metrics-bind-address="+metrics)
 		if err != nil {
 			t.Fatal(err)
 		}
-		poll(t, 30*time.Second, "controller start", func() bool { return len(grepLog(logPath, logWorkers)) > started })
-		time.Sleep(1500 * time.Millisecond) // a first pass over every DGD
+		poll(t, 30*time.Second, "a finished pass of every DGD and an idle work queue", func() bool {
+			return passedAll(metrics, len(scenarios))
+		})
 		op.kill()
 		appendLog(logPath, "steady-state SIGKILL #%d", i)
 	}
@@ -224,6 +243,15 @@ func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario
 		if after[k] != v {
 			t.Errorf("a restart with nothing to do wrote %s: %s → %s", k, v, after[k])
 		}
+	}
+	var writes []string
+	for _, r := range proxy.Requests(time.Time{}) {
+		if r.Write() {
+			writes = append(writes, fmt.Sprintf("%s %s %s/%s", r.Verb, r.Resource, r.Namespace, r.Name))
+		}
+	}
+	if len(writes) > 0 {
+		t.Errorf("restarts with nothing to do sent %d writes: %v", len(writes), writes)
 	}
 	for _, s := range scenarios {
 		if w, err := s.read(); err == nil {
@@ -237,7 +265,50 @@ func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario
 			t.Errorf("a restart with nothing to do created %s", k)
 		}
 	}
-	t.Logf("3 restarts in steady state: %d objects unchanged", len(before))
+	t.Logf("3 restarts in steady state: %d objects unchanged, %d writes sent", len(before), len(writes))
+}
+
+// freeAddr is a free 127.0.0.1 port's address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// passedAll reports whether the operator serving its metrics on addr has finished at
+// least n passes of the DGD controller (one per DGD after a start) and has nothing
+// queued or running.
+func passedAll(addr string, n int) bool {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var passes, depth, active float64 = 0, -1, -1
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.Contains(line, `"dynamographdeployment"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(line, "controller_runtime_reconcile_total{"):
+			passes += v
+		case strings.HasPrefix(line, "workqueue_depth{"):
+			depth = v
+		case strings.HasPrefix(line, "controller_runtime_active_workers{"):
+			active = v
+		}
+	}
+	return passes >= float64(n) && depth == 0 && active == 0
 }
 
 // versions maps every DGD (resourceVersion: status writes count), worker or stable

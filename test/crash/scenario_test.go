@@ -48,8 +48,12 @@ type scenario struct {
 	hooks  hooks
 	// oneSided measures pools seen (by the 200 ms polls) holding replicas of some worker
 	// services and none of another: the state between two writes of one pass, which a
-	// kill can leave behind until the next operator finishes the pass.
+	// kill can leave behind until the next operator finishes the pass. The watcher fails
+	// the test on the ones no state may show (prefill without decode, at any write) and
+	// on any at a pass boundary; the rest (decode alone, prefill drained first) are
+	// logged.
 	oneSided oneSidedStats
+	flushed  time.Time // when until last flushed the watcher
 }
 
 type oneSidedStats struct {
@@ -83,6 +87,13 @@ func newScenario(t *testing.T, e *env, obj *v1alpha1.DynamoGraphDeployment, h ho
 	}
 	s := &scenario{t: t, e: e, ns: obj.Namespace, name: obj.Name, w: w, hashes: map[string]bool{}, hooks: h}
 	t.Cleanup(func() {
+		// Everything the watcher saw after the test's last wait is judged too.
+		if err := w.Flush(context.Background()); err != nil {
+			t.Error(err)
+		}
+		if v := w.Violations(); len(v) > 0 {
+			t.Errorf("%s/%s: invariant violations: %s", s.ns, s.name, strings.Join(v, "; "))
+		}
 		w.Stop()
 		st := w.Snapshot()
 		t.Logf("%s/%s watcher: %d events, %d pass states, peak pods %v, min ready %v, max skew %.3f",
@@ -445,6 +456,13 @@ func (s *scenario) until(what string, timeout time.Duration, cond func(*world) b
 	var last *world
 	var lastErr error
 	for {
+		if time.Since(s.flushed) > time.Second {
+			// The watcher judges the workloads' states once every event up to them arrived.
+			if err := s.w.Flush(context.Background()); err != nil {
+				s.t.Fatal(err)
+			}
+			s.flushed = time.Now()
+		}
 		if v := s.w.Violations(); len(v) > 0 {
 			s.t.Fatalf("%s/%s: invariant violated while waiting for %s: %s\n%s", s.ns, s.name, what, strings.Join(v, "; "), s.context(last))
 		}
@@ -457,6 +475,12 @@ func (s *scenario) until(what string, timeout time.Duration, cond func(*world) b
 			s.sampleOneSided(w)
 			if cond(w) {
 				s.t.Logf("%s/%s: %s after %s", s.ns, s.name, what, time.Since(begin).Round(10*time.Millisecond))
+				if err := s.w.Flush(context.Background()); err != nil {
+					s.t.Fatal(err)
+				}
+				if v := s.w.Violations(); len(v) > 0 {
+					s.t.Fatalf("%s/%s: invariant violated by %s: %s\n%s", s.ns, s.name, what, strings.Join(v, "; "), s.context(w))
+				}
 				return w
 			}
 		} else {
@@ -470,8 +494,9 @@ func (s *scenario) until(what string, timeout time.Duration, cond func(*world) b
 }
 
 // sampleOneSided records whether some worker revision's workloads hold replicas of
-// one worker service and none of another (ROLLOUT.md's orphan prevention, checked by
-// the watcher at pass boundaries only; here on the live objects).
+// one worker service and none of another at this poll (ROLLOUT.md's orphan
+// prevention, which the watcher checks on the live workloads at every pass boundary,
+// and in the prefill-without-decode direction at every write).
 func (s *scenario) sampleOneSided(w *world) {
 	found := oneSided(w)
 	o := &s.oneSided

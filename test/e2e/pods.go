@@ -12,7 +12,9 @@ import (
 	"github.com/dgd-rollout/operator/test/invariants"
 )
 
-// checkPods checks availability and isolation on the DGD's pods.
+// checkPods checks availability and isolation on the DGD's pods, and under Recreate
+// that no two worker revisions have pods at once (terminating ones included: the old
+// revision's pods are gone before the new revision starts).
 func (w *Watcher) checkPods() {
 	d, ok := w.get()
 	if !ok {
@@ -26,6 +28,7 @@ func (w *Watcher) checkPods() {
 	}
 	exist := map[string]int{}
 	hashOfNS := map[string]string{}
+	revisions := map[string]int{}          // worker hash -> pods
 	gangs := map[string]map[string]int32{} // service -> gang -> ready pods
 	for i := range pods.Items {
 		p := &pods.Items[i]
@@ -35,6 +38,7 @@ func (w *Watcher) checkPods() {
 		}
 		svc := p.Labels[v1alpha1.LabelService]
 		exist[svc]++
+		revisions[hash]++
 		if gangs[svc] == nil {
 			gangs[svc] = map[string]int32{}
 		}
@@ -46,6 +50,9 @@ func (w *Watcher) checkPods() {
 			gangs[svc][gang]++
 		}
 		w.checkIsolation(p, hash, hashOfNS)
+	}
+	if recreate && len(revisions) > 1 {
+		w.fail(fmt.Sprintf("Recreate: worker pods of %d revisions exist at once: %v", len(revisions), revisions))
 	}
 	ready := map[string]int32{}
 	for svc, byGang := range gangs {

@@ -13,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -28,11 +30,16 @@ import (
 const PodReadyDelay = time.Second
 
 var (
-	cl     *cluster.Cluster
-	k8s    client.Client
-	ctx    = context.Background()
-	nsN    int
-	stopOp context.CancelFunc
+	cl  *cluster.Cluster
+	k8s client.Client
+	ctx = context.Background()
+	nsN int
+	// opConfig is the operator's client config; stopOp stops the operator running.
+	opConfig *rest.Config
+	stopOp   func()
+	// opWebhook is the conversion webhook every operator of the suite serves (/convert
+	// on 127.0.0.1, registered by URL with a throw-away CA).
+	opWebhook app.WebhookOptions
 	// promSrv is the real Prometheus the operator's analysis steps query; it scrapes
 	// exporter, which serves Dynamo's worker metrics for every Ready worker pod.
 	promSrv  *prom.Server
@@ -81,18 +88,44 @@ var _ = BeforeSuite(func() {
 // by URL with a throw-away CA, as make run does: every v1alpha1 request of this suite is
 // converted by it (the operator itself reads and writes v1beta1).
 func startOperator() {
-	webhook, err := app.LocalWebhook(GinkgoT().TempDir())
+	opConfig = operatorConfig()
+	var err error
+	opWebhook, err = app.LocalWebhook(GinkgoT().TempDir())
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := app.NewManager(operatorConfig(), app.Options{Manager: ctrl.Options{
+	stopOp = runOperator(nil)
+	DeferCleanup(func() { stopOp() })
+}
+
+// runOperator starts an operator (its client made by newClient when set: a broken
+// operator for a mutation test), serving the CRD's /convert, and returns the function
+// that stops it.
+func runOperator(newClient client.NewClientFunc) func() {
+	mgr, err := app.NewManager(opConfig, app.Options{Manager: ctrl.Options{
 		Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0",
-	}, PrometheusURL: promSrv.URL, Webhook: webhook})
+		// Mutation tests run other operators in this process, one at a time.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient:  newClient,
+	}, PrometheusURL: promSrv.URL, Webhook: opWebhook})
 	Expect(err).NotTo(HaveOccurred())
-	var opCtx context.Context
-	opCtx, stopOp = context.WithCancel(ctx)
+	opCtx, cancel := context.WithCancel(ctx)
 	done, exited := make(chan error, 1), make(chan error, 1)
 	go func() { err := mgr.Start(opCtx); exited <- err; done <- err }()
-	DeferCleanup(func() { stopOp(); Expect(<-done).To(Succeed()) })
 	Expect(app.WaitConversion(ctx, cl.Config, exited)).To(Succeed(), "the API server converting through the operator's /convert")
+	return func() {
+		cancel()
+		Expect(<-done).To(Succeed())
+	}
+}
+
+// withBrokenOperator replaces the suite's operator with one whose client newClient
+// makes, until the spec ends (a mutation test: the suite's checks must catch it).
+func withBrokenOperator(newClient client.NewClientFunc) {
+	stopOp()
+	stopOp = runOperator(newClient)
+	DeferCleanup(func() {
+		stopOp()
+		stopOp = runOperator(nil)
+	})
 }
 
 // operatorConfig applies config/rbac and returns a client config that acts as its

@@ -1,14 +1,19 @@
 // Package faults wraps a controller-runtime client so that a configurable share of its
 // WRITES fail the way a busy or flaky API server fails them: 500 InternalError, 429
-// TooManyRequests and 409 Conflict. Reads are never touched. Faults are drawn from a
-// seeded generator and counted, so a test can say how many it injected and replay a
-// run with the same seed (the order in which concurrent writes draw is not fixed, so a
-// replay is close, not exact).
+// TooManyRequests and 409 Conflict before the write is applied, and 500 InternalError
+// or 504 Timeout after it was (the write committed, its answer lost: the hard case a
+// writer must not mistake for a write that did not happen). Reads are never touched.
+// Faults are drawn from a seeded generator and counted, so a test can say how many it
+// injected and replay a run with the same seed (the order in which concurrent writes
+// draw is not fixed, so a replay is close, not exact).
 //
-// An injected fault is returned before the request is sent: the server never sees the
-// write. Inject adds deterministic one-shot faults for writes a predicate matches, and
-// AfterWrite lets a test act between a write reaching the server and the writer seeing
-// the answer (to play a human who edits an object right after the operator did).
+// A fault before the write is returned before the request is sent: the server never
+// sees it. A fault after commit sends the request, and when the server applied it,
+// returns the fault instead of its answer, the caller's object left as it passed it
+// (as a client that never read the response). Inject and InjectAfterCommit add
+// deterministic one-shot faults for writes a predicate matches, and AfterWrite lets a
+// test act between a write reaching the server and the writer seeing the answer (to
+// play a human who edits an object right after the operator did).
 package faults
 
 import (
@@ -16,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -47,6 +53,9 @@ const (
 	InternalError   Code = 500
 	TooManyRequests Code = 429
 	Conflict        Code = 409
+	// Timeout is the API server's 504 (StatusReasonTimeout): it could not answer in time,
+	// the write may have been applied.
+	Timeout Code = 504
 )
 
 // Write describes one write the client is asked to make.
@@ -75,9 +84,13 @@ type Config struct {
 	Rate float64
 	// Seed seeds the generator that picks which writes fail and with what.
 	Seed uint64
-	// ConflictShare is the share of injected faults that are 409 Conflicts; the rest are
-	// split evenly between 500 InternalError and 429 TooManyRequests. Zero means a third.
+	// ConflictShare is the share of injected faults before the write that are 409
+	// Conflicts; the rest are split evenly between 500 InternalError and 429
+	// TooManyRequests. Zero means a third.
 	ConflictShare float64
+	// AfterCommitShare is the share of random faults that let the write through and
+	// lose its answer (500 or 504, evenly); zero: none.
+	AfterCommitShare float64
 	// Eligible limits random faults to the writes it accepts; nil accepts every write.
 	Eligible func(Write) bool
 }
@@ -88,29 +101,33 @@ type Stats struct {
 	Writes int
 	// Injected is every fault injected (random and one-shot).
 	Injected int
-	// ByCode and ByWrite break Injected down by status code and by "op Kind[/sub]".
-	ByCode  map[Code]int
-	ByWrite map[string]int
+	// AfterCommit counts the faults (of Injected) returned for writes the server applied.
+	AfterCommit int
+	// ByCode and ByWrite break Injected down by status code and by "op Kind[/sub]";
+	// AfterCommitByWrite breaks AfterCommit down by "op Kind[/sub]".
+	ByCode             map[Code]int
+	ByWrite            map[string]int
+	AfterCommitByWrite map[string]int
 }
 
 // String summarises the stats on one line.
 func (s Stats) String() string {
 	var parts []string
-	for _, c := range []Code{InternalError, TooManyRequests, Conflict} {
+	for _, c := range []Code{InternalError, TooManyRequests, Conflict, Timeout} {
 		parts = append(parts, fmt.Sprintf("%d×%d", s.ByCode[c], c))
 	}
 	var ws []string
 	for w, n := range s.ByWrite {
-		ws = append(ws, fmt.Sprintf("%s: %d", w, n))
+		ws = append(ws, fmt.Sprintf("%s: %d (%d after commit)", w, n, s.AfterCommitByWrite[w]))
 	}
 	sort.Strings(ws)
-	return fmt.Sprintf("%d of %d writes failed (%s) [%s]", s.Injected, s.Writes, strings.Join(parts, ", "), strings.Join(ws, "; "))
+	return fmt.Sprintf("%d of %d writes failed, %d of them after commit (%s) [%s]", s.Injected, s.Writes, s.AfterCommit, strings.Join(parts, ", "), strings.Join(ws, "; "))
 }
 
 // Sub returns s minus an earlier snapshot: what happened in between.
 func (s Stats) Sub(earlier Stats) Stats {
-	out := Stats{Writes: s.Writes - earlier.Writes, Injected: s.Injected - earlier.Injected,
-		ByCode: map[Code]int{}, ByWrite: map[string]int{}}
+	out := Stats{Writes: s.Writes - earlier.Writes, Injected: s.Injected - earlier.Injected, AfterCommit: s.AfterCommit - earlier.AfterCommit,
+		ByCode: map[Code]int{}, ByWrite: map[string]int{}, AfterCommitByWrite: map[string]int{}}
 	for k, v := range s.ByCode {
 		if d := v - earlier.ByCode[k]; d != 0 {
 			out.ByCode[k] = d
@@ -121,14 +138,20 @@ func (s Stats) Sub(earlier Stats) Stats {
 			out.ByWrite[k] = d
 		}
 	}
+	for k, v := range s.AfterCommitByWrite {
+		if d := v - earlier.AfterCommitByWrite[k]; d != 0 {
+			out.AfterCommitByWrite[k] = d
+		}
+	}
 	return out
 }
 
-// oneShot fails the next n writes match accepts with code.
+// oneShot fails the next n writes match accepts with code, after commit when after.
 type oneShot struct {
 	match func(Write) bool
 	code  Code
 	n     int
+	after bool
 }
 
 // Client is a client.Client whose writes fail as configured. It is safe for
@@ -152,7 +175,7 @@ func New(c client.Client, cfg Config) *Client {
 		Client: c,
 		cfg:    cfg,
 		rng:    rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
-		stats:  Stats{ByCode: map[Code]int{}, ByWrite: map[string]int{}},
+		stats:  Stats{ByCode: map[Code]int{}, ByWrite: map[string]int{}, AfterCommitByWrite: map[string]int{}},
 	}
 }
 
@@ -176,6 +199,14 @@ func (c *Client) Inject(n int, code Code, match func(Write) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.shots = append(c.shots, &oneShot{match: match, code: code, n: n})
+}
+
+// InjectAfterCommit lets the next n writes that match accepts through and returns code
+// (InternalError or Timeout) instead of the server's answer, whatever the rate.
+func (c *Client) InjectAfterCommit(n int, code Code, match func(Write) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shots = append(c.shots, &oneShot{match: match, code: code, n: n, after: true})
 }
 
 // Pending is how many one-shot faults have not fired yet.
@@ -208,14 +239,7 @@ func (c *Client) AfterWrite(fn func(ctx context.Context, w Write, err error)) {
 func (c *Client) Stats() Stats {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := Stats{Writes: c.stats.Writes, Injected: c.stats.Injected, ByCode: map[Code]int{}, ByWrite: map[string]int{}}
-	for k, v := range c.stats.ByCode {
-		out.ByCode[k] = v
-	}
-	for k, v := range c.stats.ByWrite {
-		out.ByWrite[k] = v
-	}
-	return out
+	return c.stats.Sub(Stats{})
 }
 
 // describe builds the Write of obj.
@@ -233,15 +257,16 @@ func (c *Client) describe(op Op, sub string, obj client.Object) Write {
 	return w
 }
 
-// decide counts w and returns the fault to inject, or nil.
-func (c *Client) decide(w Write, obj client.Object) error {
+// decide counts w and returns the code of the fault to inject (0: none), and whether it
+// is returned after the write was applied.
+func (c *Client) decide(w Write) (Code, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.stats.Writes++
-	code := Code(0)
+	code, after := Code(0), false
 	for i, s := range c.shots {
 		if s.match(w) {
-			code = s.code
+			code, after = s.code, s.after
 			if s.n--; s.n <= 0 {
 				c.shots = append(c.shots[:i], c.shots[i+1:]...)
 			}
@@ -249,22 +274,36 @@ func (c *Client) decide(w Write, obj client.Object) error {
 		}
 	}
 	if code == 0 && c.cfg.Rate > 0 && (c.cfg.Eligible == nil || c.cfg.Eligible(w)) && c.rng.Float64() < c.cfg.Rate {
-		share := c.cfg.ConflictShare
-		if share == 0 {
-			share = 1.0 / 3
-		}
-		switch x := c.rng.Float64(); {
-		case x < share:
-			code = Conflict
-		case x < share+(1-share)/2:
-			code = InternalError
-		default:
-			code = TooManyRequests
-		}
+		code, after = c.draw()
 	}
-	if code == 0 {
-		return nil
+	return code, after
+}
+
+// draw picks a random fault's code and whether it comes after commit.
+func (c *Client) draw() (Code, bool) {
+	if c.cfg.AfterCommitShare > 0 && c.rng.Float64() < c.cfg.AfterCommitShare {
+		if c.rng.Float64() < 0.5 {
+			return InternalError, true
+		}
+		return Timeout, true
 	}
+	share := c.cfg.ConflictShare
+	if share == 0 {
+		share = 1.0 / 3
+	}
+	switch x := c.rng.Float64(); {
+	case x < share:
+		return Conflict, false
+	case x < share+(1-share)/2:
+		return InternalError, false
+	}
+	return TooManyRequests, false
+}
+
+// count records one injected fault.
+func (c *Client) count(w Write, code Code, after bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.stats.Injected++
 	c.stats.ByCode[code]++
 	key := string(w.Op) + " " + w.Kind
@@ -272,7 +311,10 @@ func (c *Client) decide(w Write, obj client.Object) error {
 		key += "/" + w.Subresource
 	}
 	c.stats.ByWrite[key]++
-	return c.errorFor(code, w, obj)
+	if after {
+		c.stats.AfterCommit++
+		c.stats.AfterCommitByWrite[key]++
+	}
 }
 
 // errorFor builds the API error a server would return.
@@ -283,6 +325,8 @@ func (c *Client) errorFor(code Code, w Write, obj client.Object) error {
 		return apierrors.NewConflict(c.groupResource(obj, w), w.Name, cause)
 	case TooManyRequests:
 		return apierrors.NewTooManyRequests(cause.Error(), 1)
+	case Timeout:
+		return apierrors.NewTimeoutError(cause.Error(), 1)
 	default:
 		return apierrors.NewInternalError(cause)
 	}
@@ -307,8 +351,14 @@ func (c *Client) groupResource(obj client.Object, w Write) schema.GroupResource 
 // do runs one write through the fault decision and the after hook.
 func (c *Client) do(ctx context.Context, op Op, sub string, obj client.Object, write func() error) error {
 	w := c.describe(op, sub, obj)
-	if err := c.decide(w, obj); err != nil {
-		return err
+	code, afterCommit := c.decide(w)
+	if code != 0 && !afterCommit {
+		c.count(w, code, false)
+		return c.errorFor(code, w, obj)
+	}
+	var sent runtime.Object
+	if code != 0 && obj != nil {
+		sent = obj.DeepCopyObject()
 	}
 	err := write()
 	c.mu.Lock()
@@ -317,7 +367,15 @@ func (c *Client) do(ctx context.Context, op Op, sub string, obj client.Object, w
 	if after != nil {
 		after(ctx, w, err)
 	}
-	return err
+	if code == 0 || err != nil {
+		return err // no fault, or the server refused the write: its own answer
+	}
+	// Applied, and the answer lost: the caller's object stays as it sent it.
+	if sent != nil {
+		reflect.ValueOf(obj).Elem().Set(reflect.ValueOf(sent).Elem())
+	}
+	c.count(w, code, true)
+	return c.errorFor(code, w, obj)
 }
 
 // Create implements client.Writer.

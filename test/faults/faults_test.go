@@ -145,3 +145,57 @@ func TestInjectAndAfterWrite(t *testing.T) {
 		t.Fatalf("after-write hook saw %v (injected faults never reach the server)", seen)
 	}
 }
+
+// TestAfterCommit: a fault after commit applies the write and returns 500 or 504; the
+// caller's object is left as sent (no resourceVersion from the lost answer); a retried
+// create then finds the object (AlreadyExists), a retried delete finds none.
+func TestAfterCommit(t *testing.T) {
+	ctx := context.Background()
+	raw := newFake()
+	c := faults.New(raw, faults.Config{Seed: 5})
+	c.InjectAfterCommit(1, faults.Timeout, faults.On(faults.OpCreate, "Deployment", "", "ns"))
+	c.InjectAfterCommit(1, faults.InternalError, faults.On(faults.OpDelete, "Deployment", "", "ns"))
+	d := deployment("z")
+	err := c.Create(ctx, d)
+	if !apierrors.IsTimeout(err) || !faults.IsInjected(err) {
+		t.Fatalf("create: %v, want an injected 504", err)
+	}
+	if d.ResourceVersion != "" || d.UID != "" {
+		t.Errorf("the lost answer reached the caller's object: resourceVersion %q, uid %q", d.ResourceVersion, d.UID)
+	}
+	var got appsv1.Deployment
+	if err := raw.Get(ctx, client.ObjectKeyFromObject(d), &got); err != nil {
+		t.Fatalf("the create was not applied: %v", err)
+	}
+	if err := c.Create(ctx, deployment("z")); !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("retried create: %v, want AlreadyExists", err)
+	}
+	if err := c.Delete(ctx, &got); !apierrors.IsInternalError(err) {
+		t.Fatalf("delete: %v, want an injected 500", err)
+	}
+	if err := c.Delete(ctx, &got); !apierrors.IsNotFound(err) {
+		t.Fatalf("retried delete: %v, want NotFound (the first was applied)", err)
+	}
+	st := c.Stats()
+	if st.Injected != 2 || st.AfterCommit != 2 || st.ByCode[faults.Timeout] != 1 || st.AfterCommitByWrite["delete Deployment"] != 1 {
+		t.Fatalf("stats %s", st)
+	}
+
+	// At random: a share of the faults, after commit, each applied.
+	r := faults.New(newFake(), faults.Config{Rate: 0.3, Seed: 2, AfterCommitShare: 0.5})
+	applied := 0
+	for i := range 300 {
+		d := deployment(fmt.Sprintf("r%d", i))
+		err := r.Create(ctx, d)
+		var live appsv1.Deployment
+		if r.Get(ctx, client.ObjectKeyFromObject(d), &live) == nil && err != nil {
+			applied++
+			if !apierrors.IsInternalError(err) && !apierrors.IsTimeout(err) {
+				t.Fatalf("an applied create answered %v", err)
+			}
+		}
+	}
+	if st := r.Stats(); st.AfterCommit != applied || applied < 20 || st.Injected-st.AfterCommit < 20 {
+		t.Fatalf("%d creates applied behind a fault; stats %s", applied, st)
+	}
+}

@@ -1,6 +1,7 @@
 // Package harness starts a real API server (envtest: etcd + kube-apiserver built from
 // pinned modules into bin/), installs the CRDs and runs the operator exactly as
-// cmd/manager wires it. Suites then play the workload controllers by patching status.
+// cmd/manager wires it, behind a proxy that records its requests (opproc). Suites then
+// play the workload controllers by patching status.
 package harness
 
 import (
@@ -9,16 +10,23 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/test/opproc"
 )
 
 // Env is a running API server with the operator attached.
@@ -29,6 +37,12 @@ type Env struct {
 	cancel context.CancelFunc
 	done   chan error
 	grove  groveState
+	lws    lwsState
+	// proxy records every request the operator makes (it talks to the API server
+	// through it); passes records its reconcile passes per DGD.
+	proxy    *opproc.Proxy
+	proxyDir string
+	passes   passLog
 	// RuntimeRegisters makes the fake kubelet (Grove's pods) mark a worker pod Ready only
 	// once its Dynamo runtime has published the pod's DynamoWorkerMetadata, as a real
 	// worker does: it registers, then its readiness probe (/health on the system port)
@@ -86,7 +100,7 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 		return nil, e.stopWith(err)
 	}
 	if withOperator {
-		if err := e.startOperator(); err != nil {
+		if err := e.startOperator(Broken{}); err != nil {
 			return nil, e.stopWith(err)
 		}
 		return e, nil
@@ -99,14 +113,67 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 	return e, nil
 }
 
-func (e *Env) startOperator() error {
-	e.Metrics = &Metrics{}
-	mgr, err := app.NewManager(e.Config, app.Options{Manager: ctrl.Options{
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-	}, Querier: e.Metrics, Webhook: e.Webhook})
+// Broken makes a broken operator for a mutation test, from the operator's own wiring:
+// its client made by NewClient (a decorator around the manager's), its reconciler
+// changed by Reconciler before it is set up (a backend decorated). The zero value is
+// the operator as it ships.
+type Broken struct {
+	NewClient  client.NewClientFunc
+	Reconciler func(ctrl.Manager, *controllers.Reconciler)
+}
+
+// startOperator runs the operator as cmd/manager wires it (app.NewManager), or broken
+// as b says, talking to the API server through a recording proxy (opproc).
+func (e *Env) startOperator(b Broken) error {
+	if e.proxy == nil {
+		dir, err := os.MkdirTemp("", "dgd-envtest-proxy-")
+		if err != nil {
+			return err
+		}
+		e.proxyDir = dir
+		if e.proxy, err = opproc.StartProxy(e.Config, dir); err != nil {
+			return err
+		}
+	}
+	if e.Metrics == nil {
+		e.Metrics = &Metrics{}
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", e.proxy.Kubeconfig)
 	if err != nil {
 		return err
+	}
+	opts := ctrl.Options{
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// RestartOperator runs another operator in this process.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		NewClient:  b.NewClient,
+	}
+	o := app.Options{Manager: opts, Querier: e.Metrics, Middleware: e.passes.wrap, Webhook: e.Webhook}
+	var mgr ctrl.Manager
+	if b.Reconciler == nil {
+		if mgr, err = app.NewManager(cfg, o); err != nil {
+			return err
+		}
+	} else {
+		opts.Scheme, opts.Cache = app.NewScheme(), app.CacheOptions()
+		if opts.WebhookServer, err = e.Webhook.Server(); err != nil {
+			return err
+		}
+		if mgr, err = ctrl.NewManager(cfg, opts); err != nil {
+			return err
+		}
+		if err := app.SetupConversion(cfg, mgr, e.Webhook); err != nil {
+			return err
+		}
+		r, err := app.NewReconciler(mgr, o)
+		if err != nil {
+			return err
+		}
+		b.Reconciler(mgr, r)
+		if err := r.SetupWithManager(mgr, app.DefaultTuning.Workers); err != nil {
+			return err
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	e.cancel, e.done = cancel, make(chan error, 1)
@@ -119,6 +186,73 @@ func (e *Env) startOperator() error {
 	return nil
 }
 
+// RestartOperator stops the operator and starts another, broken as b says (the zero
+// value: the operator as it ships).
+func (e *Env) RestartOperator(b Broken) error {
+	if err := e.stopOperator(); err != nil {
+		return err
+	}
+	return e.startOperator(b)
+}
+
+func (e *Env) stopOperator() error {
+	if e.cancel == nil {
+		return nil
+	}
+	e.cancel()
+	e.cancel = nil
+	return <-e.done
+}
+
+// OperatorWrites lists the writes (creates, updates, patches, deletes) the operator
+// sent since since to namespace ns or to cluster-scoped objects, as "VERB resource
+// namespace/name", oldest first.
+func (e *Env) OperatorWrites(since time.Time, ns string) []string {
+	var out []string
+	for _, r := range e.proxy.Requests(since) {
+		if r.Write() && (r.Namespace == ns || r.Namespace == "") {
+			out = append(out, fmt.Sprintf("%s %s %s/%s", r.Verb, r.Resource, r.Namespace, r.Name))
+		}
+	}
+	return out
+}
+
+// PassesSince counts the reconcile passes of DGD ns/name that started after t and
+// have returned.
+func (e *Env) PassesSince(ns, name string, t time.Time) int { return e.passes.since(ns+"/"+name, t) }
+
+// passLog records the operator's reconcile passes per DGD (app.Options.Middleware).
+type passLog struct {
+	mu     sync.Mutex
+	starts map[string][]time.Time // DGD -> start of every pass that returned
+}
+
+func (l *passLog) wrap(r reconcile.Reconciler) reconcile.Reconciler {
+	return reconcile.Func(func(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+		start := time.Now()
+		res, err := r.Reconcile(ctx, req)
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.starts == nil {
+			l.starts = map[string][]time.Time{}
+		}
+		l.starts[req.String()] = append(l.starts[req.String()], start)
+		return res, err
+	})
+}
+
+func (l *passLog) since(key string, t time.Time) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, s := range l.starts[key] {
+		if s.After(t) {
+			n++
+		}
+	}
+	return n
+}
+
 func (e *Env) stopWith(err error) error {
 	_ = e.Stop()
 	return err
@@ -126,9 +260,10 @@ func (e *Env) stopWith(err error) error {
 
 // Stop stops the operator and the API server (every process it started).
 func (e *Env) Stop() error {
-	if e.cancel != nil {
-		e.cancel()
-		<-e.done
+	_ = e.stopOperator()
+	if e.proxy != nil {
+		_ = e.proxy.Close()
+		_ = os.RemoveAll(e.proxyDir)
 	}
 	if e.stopConv != nil {
 		e.stopConv()

@@ -108,14 +108,44 @@ func CheckPools(services []Service, ws []Workload) []string {
 		byName[s.Name] = s
 	}
 	pools := poolsOf(ws)
-	hashes := make([]string, 0, len(pools))
-	for h := range pools {
-		hashes = append(hashes, h)
-	}
-	sort.Strings(hashes)
 	var v []string
-	for _, h := range hashes {
+	for _, h := range sortedKeys(pools) {
 		v = append(v, checkPool(h, byName, pools[h])...)
+	}
+	return v
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// CheckPrefillHasDecode returns the pools that hold prefill replicas and none of some
+// decode service with desired replicas: what no state may show, not even one between
+// two writes of a step (the operator grows decode first and shrinks prefill first, so a
+// crash between two writes cannot leave one either; a decode worker alone can serve, a
+// prefill worker needs a decode worker to hand its KV cache to). ROLLOUT.md's orphan
+// rule in both directions holds at pass boundaries (CheckPools).
+func CheckPrefillHasDecode(services []Service, ws []Workload) []string {
+	pools := poolsOf(ws)
+	var v []string
+	for _, h := range sortedKeys(pools) {
+		var prefill, noDecode []string
+		for _, s := range services {
+			switch {
+			case s.Role == v1alpha1.ComponentTypePrefill && pools[h][s.Name] > 0:
+				prefill = append(prefill, fmt.Sprintf("%s=%d", s.Name, pools[h][s.Name]))
+			case s.Role == v1alpha1.ComponentTypeDecode && s.Replicas > 0 && pools[h][s.Name] == 0:
+				noDecode = append(noDecode, s.Name)
+			}
+		}
+		if len(prefill) > 0 && len(noDecode) > 0 {
+			v = append(v, fmt.Sprintf("orphan prefill: pool %s holds %s and no %s", h, strings.Join(prefill, ", "), strings.Join(noDecode, ", ")))
+		}
 	}
 	return v
 }

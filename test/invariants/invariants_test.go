@@ -77,6 +77,26 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckPrefillHasDecode: prefill without decode is reported in any pool; decode
+// without prefill (a pool on its way to zero, prefill going first) is not.
+func TestCheckPrefillHasDecode(t *testing.T) {
+	for name, tc := range map[string]struct {
+		state []invariants.Workload
+		want  []string
+	}{
+		"both roles":                           {ws("prefill/a=3/3", "decode/a=2/2", "prefill/b=1/0", "decode/b=1/0"), nil},
+		"decode alone (prefill drained first)": {ws("prefill/a=0/0", "decode/a=1/1", "prefill/b=4/4", "decode/b=2/2"), nil},
+		"prefill alone": {ws("prefill/a=4/4", "decode/a=2/2", "prefill/b=1/0", "decode/b=0/0"),
+			[]string{"orphan prefill: pool b holds prefill=1 and no decode"}},
+		"prefill with no decode workload yet": {ws("prefill/a=4/4", "decode/a=2/2", "prefill/b=1/0"),
+			[]string{"orphan prefill: pool b holds prefill=1 and no decode"}},
+	} {
+		if got := invariants.CheckPrefillHasDecode(pd, tc.state); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: got %q, want %q", name, got, tc.want)
+		}
+	}
+}
+
 func TestMaxSkewAndFloor(t *testing.T) {
 	state := ws("prefill/a=4/4", "decode/a=1/1", "prefill/b=1/0", "decode/b=1/0")
 	if got := invariants.MaxSkew(pd, state); got != 0.5 {

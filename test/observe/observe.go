@@ -10,11 +10,15 @@
 //     revisions (a prefill would discover a decode of another generation), and once a
 //     frontend has discovered a ready generation it never has none (no zero-routable
 //     gap, Dynamo issue 13622), except under strategy Recreate, which stops the old
-//     revision before the new one starts. A gap counts against the operator when it
-//     took something away: a worker pod the frontend routed to at the last ready state
-//     is gone or terminating. One where every such pod still runs is discovery lagging
-//     behind pods the operator left alone (the EndpointSlice controller rewriting a
-//     slice, a cache behind another); it is counted in Stats.LagGaps, not failed;
+//     revision before the new one starts. A gap is a violation unless discovery lag is
+//     proven at every state of it: every worker pod the frontend routed to at the last
+//     ready state still runs (not terminating), and every Service and EndpointSlice
+//     that listed it then as a ready endpoint still exists (the same object) and still
+//     lists it. Such a gap is discovery behind objects nobody removed (an endpoint's
+//     condition, a cache behind another); it is counted (Stats.LagGaps, its states and
+//     length) for the test to bound, not failed. Anything else, at any state of the
+//     gap, is a violation naming what went: a Service deleted early, a slice rewritten
+//     without the pod, a pod drained;
 //   - gang formation: for every complete LeaderWorkerSet group and Grove scaling group
 //     replica, its members, their env expanded as the kubelet would, agree on the gang's
 //     size and leader, which is the gang's own leader pod, with ranks 0..N-1 (gangs).
@@ -28,6 +32,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
@@ -69,9 +74,19 @@ type Stats struct {
 	ReadyGenerations []string
 	// Published counts the DynamoWorkerMetadata objects played runtimes created.
 	Published int
-	// LagGaps counts states with no ready generation while every worker pod of the last
-	// ready state still ran: discovery behind pods, not an outage the operator made.
+	// LagGaps counts gaps (runs of states with no ready generation after one was
+	// discovered) proven at every state to be discovery lag: the pods, Services and
+	// EndpointSlices the frontend last routed through all still there.
 	LagGaps int
+	// LagGapStates counts the states of those gaps, LagGapTime their summed length and
+	// LongestLagGap the longest (from its first state to the first ready one after it,
+	// or to Stop).
+	LagGapStates  int
+	LagGapTime    time.Duration
+	LongestLagGap time.Duration
+	// LagGapCauses says, for up to the first five gaps, what the frontend missed at
+	// their first state (the generations and why each worker pod was not visible).
+	LagGapCauses []string
 }
 
 // Observer checks a namespace at every event until stopped.
@@ -87,13 +102,35 @@ type Observer struct {
 	violations []string
 	seen       map[string]bool
 	everReady  bool
-	inGap      bool
-	// routed are the worker pods (UID) the frontend could route to at the last state
-	// with a ready generation.
-	routed map[types.UID]string
-	gangs  map[string]bool
-	stats  Stats
-	ready  map[string]bool
+	// routed are the worker pods (by UID) of the ready generations at the last state
+	// with one, and the EndpointSlices that listed each as a ready endpoint then.
+	routed map[types.UID]route
+	// gap is the gap under way (nil: a ready generation is discovered, or a gap is
+	// allowed).
+	gap   *gap
+	gangs map[string]bool
+	stats Stats
+	ready map[string]bool
+}
+
+// route is how the frontend reached one worker pod at the last ready state.
+type route struct {
+	pod    string
+	slices []sliceRef
+}
+
+// sliceRef names an EndpointSlice (UID empty for a synthetic one: its name stands for
+// its Service's) and the Service it belongs to.
+type sliceRef struct {
+	name, service string
+	uid           types.UID
+}
+
+// gap is a run of states with no ready generation.
+type gap struct {
+	start  time.Time
+	states int
+	failed bool // a state of it was not proven to be lag (a violation was recorded)
 }
 
 // Start starts observing.
@@ -110,10 +147,10 @@ func Start(ctx context.Context, opts Options) (*Observer, error) {
 		seen: map[string]bool{}, gangs: map[string]bool{}, ready: map[string]bool{}}
 	dwm := &unstructured.Unstructured{}
 	dwm.SetGroupVersionKind(dynamoview.DWMGVK)
-	kinds := []client.Object{&corev1.Pod{}, dwm, &v1alpha1.DynamoGraphDeployment{}}
-	if opts.SyntheticSlices {
-		kinds = append(kinds, &corev1.Service{})
-	} else {
+	// Services are read in both modes: a gap is lag only while the Services the frontend
+	// routed through still exist.
+	kinds := []client.Object{&corev1.Pod{}, dwm, &v1alpha1.DynamoGraphDeployment{}, &corev1.Service{}}
+	if !opts.SyntheticSlices {
 		kinds = append(kinds, &discoveryv1.EndpointSlice{})
 	}
 	run := func() { o.check(); o.poke() }
@@ -138,10 +175,13 @@ func Start(ctx context.Context, opts Options) (*Observer, error) {
 	return o, nil
 }
 
-// Stop stops observing.
+// Stop stops observing. A gap still under way counts as it stands.
 func (o *Observer) Stop() {
 	o.cancel()
 	<-o.done
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.closeGap()
 }
 
 func (o *Observer) poke() {
@@ -205,7 +245,7 @@ func (o *Observer) Stats() Stats {
 
 // Frontend is what the DGD's frontend discovers now.
 func (o *Observer) Frontend(ctx context.Context) (dynamoview.FrontendView, error) {
-	pods, slices, dwms, err := o.read(ctx)
+	pods, slices, dwms, _, err := o.read(ctx)
 	if err != nil {
 		return dynamoview.FrontendView{}, err
 	}
@@ -225,37 +265,37 @@ func (o *Observer) fail(v string) {
 	}
 }
 
-func (o *Observer) read(ctx context.Context) ([]corev1.Pod, []discoveryv1.EndpointSlice, []unstructured.Unstructured, error) {
+func (o *Observer) read(ctx context.Context) ([]corev1.Pod, []discoveryv1.EndpointSlice, []unstructured.Unstructured, []corev1.Service, error) {
 	var pods corev1.PodList
 	if err := o.cache.List(ctx, &pods, client.InNamespace(o.opts.Namespace)); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	var dwms unstructured.UnstructuredList
 	dwms.SetGroupVersionKind(dynamoview.DWMGVK.GroupVersion().WithKind(dynamoview.DWMKind + "List"))
 	if err := o.cache.List(ctx, &dwms, client.InNamespace(o.opts.Namespace)); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
+	}
+	var svcs corev1.ServiceList
+	if err := o.cache.List(ctx, &svcs, client.InNamespace(o.opts.Namespace)); err != nil {
+		return nil, nil, nil, nil, err
 	}
 	var slices []discoveryv1.EndpointSlice
 	if o.opts.SyntheticSlices {
-		var svcs corev1.ServiceList
-		if err := o.cache.List(ctx, &svcs, client.InNamespace(o.opts.Namespace)); err != nil {
-			return nil, nil, nil, err
-		}
 		slices = Slices(svcs.Items, pods.Items)
 	} else {
 		var l discoveryv1.EndpointSliceList
 		if err := o.cache.List(ctx, &l, client.InNamespace(o.opts.Namespace)); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		slices = l.Items
 	}
-	return pods.Items, slices, dwms.Items, nil
+	return pods.Items, slices, dwms.Items, svcs.Items, nil
 }
 
 // check checks the state the cache holds now.
 func (o *Observer) check() {
 	ctx := context.Background()
-	pods, slices, dwms, err := o.read(ctx)
+	pods, slices, dwms, svcs, err := o.read(ctx)
 	if err != nil {
 		return
 	}
@@ -263,7 +303,7 @@ func (o *Observer) check() {
 	for _, v := range dynamoview.CheckIsolation(view) {
 		o.fail("isolation: " + v)
 	}
-	o.checkFrontends(view, pods, slices, o.gapAllowed(ctx))
+	o.checkFrontends(view, pods, slices, svcs, o.gapAllowed(ctx))
 	o.checkGangs(pods)
 	o.mu.Lock()
 	o.stats.States++
@@ -291,8 +331,10 @@ func (o *Observer) gapAllowed(ctx context.Context) bool {
 	return o.opts.DGD != "" && !found
 }
 
-// checkFrontends: once a frontend has discovered a ready generation, it always has one.
-func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, gapAllowed bool) {
+// checkFrontends: once a frontend has discovered a ready generation, it always has one,
+// or the gap is proven to be discovery lag at every one of its states (see the package
+// doc).
+func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, svcs []corev1.Service, gapAllowed bool) {
 	fes := dynamoview.Frontends(pods)
 	if len(fes) == 0 {
 		return
@@ -306,35 +348,139 @@ func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slice
 	}
 	switch {
 	case len(ready) > 0:
-		o.everReady, o.inGap = true, false
-		o.routed = map[types.UID]string{}
-		for _, in := range view.Instances(fes[0].PodNamespace) {
-			o.routed[types.UID(in.PodUID)] = in.PodName
+		o.everReady = true
+		o.closeGap()
+		o.routed = routes(view, fes[0].PodNamespace, ready, slices)
+	case !o.everReady:
+	case gapAllowed:
+		o.gap = nil // Recreate, or the graph being deleted: neither judged nor counted
+	default:
+		if o.gap == nil {
+			o.gap = &gap{start: time.Now()}
+			if len(o.stats.LagGapCauses) < 5 {
+				o.stats.LagGapCauses = append(o.stats.LagGapCauses, fmt.Sprintf("generations %s; worker pods: %s", describe(fv), describePods(view, pods)))
+			}
 		}
-	case o.everReady && !gapAllowed && !o.inGap && !tookAway(o.routed, pods):
-		o.inGap = true
-		o.stats.LagGaps++
-	case o.everReady && !gapAllowed && !o.inGap:
-		o.inGap = true
-		v := fmt.Sprintf("zero-routable gap: the frontend (prefix %q, strict %v) discovers no ready generation; generations %s; worker pods: %s; slices: %s",
-			fes[0].Prefix, fes[0].Strict, describe(fv), describePods(view, pods), describeSlices(slices))
-		if !o.seen[v] {
-			o.seen[v] = true
-			o.violations = append(o.violations, v)
+		o.gap.states++
+		if o.gap.failed {
+			return
+		}
+		if why := unproven(o.routed, pods, slices, svcs); why != "" {
+			o.gap.failed = true
+			v := fmt.Sprintf("zero-routable gap (state %d of it, %s in): %s; the frontend (prefix %q, strict %v) discovers no ready generation; generations %s; worker pods: %s; slices: %s",
+				o.gap.states, time.Since(o.gap.start).Round(time.Millisecond), why, fes[0].Prefix, fes[0].Strict, describe(fv), describePods(view, pods), describeSlices(slices))
+			if !o.seen[v] {
+				o.seen[v] = true
+				o.violations = append(o.violations, v)
+			}
 		}
 	}
 }
 
-// tookAway reports whether a pod of routed is gone or terminating.
-func tookAway(routed map[types.UID]string, pods []corev1.Pod) bool {
+// closeGap ends the gap under way: one proven at every state is counted as lag.
+func (o *Observer) closeGap() {
+	g := o.gap
+	o.gap = nil
+	if g == nil || g.failed {
+		return
+	}
+	d := time.Since(g.start)
+	o.stats.LagGaps++
+	o.stats.LagGapStates += g.states
+	o.stats.LagGapTime += d
+	o.stats.LongestLagGap = max(o.stats.LongestLagGap, d)
+}
+
+// routes are the worker pods of the ready generations, each with the EndpointSlices
+// that list it as a ready endpoint: what the frontend routes through.
+func routes(view dynamoview.View, k8sNamespace string, ready []dynamoview.Generation, slices []discoveryv1.EndpointSlice) map[types.UID]route {
+	gens := map[string]bool{}
+	for _, g := range ready {
+		gens[g.Namespace] = true
+	}
+	out := map[types.UID]route{}
+	for _, in := range view.Instances(k8sNamespace) {
+		serves := false
+		for _, ns := range in.DynamoNamespaces() {
+			serves = serves || gens[ns]
+		}
+		if serves {
+			out[types.UID(in.PodUID)] = route{pod: in.PodName}
+		}
+	}
+	addSlices(out, slices)
+	return out
+}
+
+// addSlices records, for every pod of routed, the slices that list it as a ready
+// endpoint.
+func addSlices(routed map[types.UID]route, slices []discoveryv1.EndpointSlice) {
+	for _, s := range slices {
+		for _, e := range s.Endpoints {
+			if e.TargetRef == nil || e.Conditions.Ready == nil || !*e.Conditions.Ready {
+				continue
+			}
+			if r, ok := routed[e.TargetRef.UID]; ok {
+				r.slices = append(r.slices, sliceRef{name: s.Name, uid: s.UID, service: s.Labels[discoveryv1.LabelServiceName]})
+				routed[e.TargetRef.UID] = r
+			}
+		}
+	}
+}
+
+// unproven says why a state with no ready generation is not proven to be discovery
+// lag ("" when it is): a pod the frontend routed to is gone or terminating, or a
+// Service or EndpointSlice it routed through is gone (or another object now has its
+// name) or no longer lists it.
+func unproven(routed map[types.UID]route, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, svcs []corev1.Service) string {
 	alive := map[types.UID]bool{}
 	for i := range pods {
 		if pods[i].DeletionTimestamp == nil {
 			alive[pods[i].UID] = true
 		}
 	}
+	byName := map[string]*discoveryv1.EndpointSlice{}
+	for i := range slices {
+		byName[slices[i].Name] = &slices[i]
+	}
+	services := map[string]bool{}
+	for i := range svcs {
+		if svcs[i].DeletionTimestamp == nil {
+			services[svcs[i].Name] = true
+		}
+	}
+	uids := make([]string, 0, len(routed))
 	for uid := range routed {
+		uids = append(uids, string(uid))
+	}
+	sort.Strings(uids)
+	var why []string
+	for _, u := range uids {
+		uid := types.UID(u)
+		r := routed[uid]
 		if !alive[uid] {
+			why = append(why, fmt.Sprintf("pod %s the frontend routed to is gone or terminating", r.pod))
+			continue
+		}
+		for _, ref := range r.slices {
+			s := byName[ref.name]
+			switch {
+			case ref.service != "" && !services[ref.service]:
+				why = append(why, fmt.Sprintf("Service %s that routed to pod %s is gone", ref.service, r.pod))
+			case s == nil || ref.uid != "" && s.UID != ref.uid:
+				why = append(why, fmt.Sprintf("EndpointSlice %s that routed to pod %s is gone", ref.name, r.pod))
+			case !lists(s, uid):
+				why = append(why, fmt.Sprintf("EndpointSlice %s no longer lists pod %s", ref.name, r.pod))
+			}
+		}
+	}
+	return strings.Join(why, "; ")
+}
+
+// lists reports whether the slice has an endpoint (in any condition) for the pod.
+func lists(s *discoveryv1.EndpointSlice, uid types.UID) bool {
+	for _, e := range s.Endpoints {
+		if e.TargetRef != nil && e.TargetRef.UID == uid {
 			return true
 		}
 	}

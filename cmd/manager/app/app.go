@@ -26,6 +26,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/conversion"
@@ -121,6 +122,9 @@ type Options struct {
 	Querier analysis.Querier
 	// Webhook configures the conversion webhook (/convert); the zero value serves none.
 	Webhook WebhookOptions
+	// Middleware, when set, wraps the DGD reconciler (controllers.Reconciler.Middleware):
+	// tests trace passes with it.
+	Middleware func(reconcile.Reconciler) reconcile.Reconciler
 }
 
 // AnalysisFlags binds the flags of the analysis steps.
@@ -226,7 +230,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		opts.PprofBindAddress = o.Tuning.Pprof
 	}
 	if o.Webhook.enabled() {
-		srv, err := o.Webhook.server()
+		srv, err := o.Webhook.Server()
 		if err != nil {
 			return nil, err
 		}
@@ -237,7 +241,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	if o.Webhook.enabled() {
-		if err := setupConversion(cfg, mgr, o.Webhook); err != nil {
+		if err := SetupConversion(cfg, mgr, o.Webhook); err != nil {
 			return nil, err
 		}
 	}
@@ -254,26 +258,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 
 // Setup adds the DynamoGraphDeployment controller to mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
-	// The one seam between the storage version and the operator's: DGDs are read from
-	// the v1beta1 cache (and API) and converted in-process to v1alpha1, which every
-	// part of the operator works on; their status is written back as v1beta1.
-	r := &controllers.Reconciler{
-		Client:    conversion.NewClient(mgr.GetClient()),
-		Scheme:    mgr.GetScheme(),
-		Recorder:  mgr.GetEventRecorder("dgd-rollout"),
-		Backends:  Backends(mgr, o.Platform),
-		History:   revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
-		Platform:  o.Platform,
-		APIReader: conversion.Reader{Reader: mgr.GetAPIReader()},
-	}
-	if o.Querier != nil {
-		r.Analysis = o.Querier
-	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
-		q, err := analysis.NewPrometheus(url)
-		if err != nil {
-			return err
-		}
-		r.Analysis = q
+	r, err := NewReconciler(mgr, o)
+	if err != nil {
+		return err
 	}
 	if o.Tuning.Workers == 0 {
 		o.Tuning.Workers = DefaultTuning.Workers
@@ -282,4 +269,33 @@ func Setup(mgr ctrl.Manager, o Options) error {
 		return fmt.Errorf("setting up the DynamoGraphDeployment controller: %w", err)
 	}
 	return nil
+}
+
+// NewReconciler builds the DynamoGraphDeployment reconciler Setup registers: the
+// manager's client and cache, every backend whose CRDs are installed, the revision
+// history, the analysis querier.
+func NewReconciler(mgr ctrl.Manager, o Options) (*controllers.Reconciler, error) {
+	// The one seam between the storage version and the operator's: DGDs are read from
+	// the v1beta1 cache (and API) and converted in-process to v1alpha1, which every
+	// part of the operator works on; their status is written back as v1beta1.
+	r := &controllers.Reconciler{
+		Client:     conversion.NewClient(mgr.GetClient()),
+		Scheme:     mgr.GetScheme(),
+		Recorder:   mgr.GetEventRecorder("dgd-rollout"),
+		Backends:   Backends(mgr, o.Platform),
+		History:    revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
+		Platform:   o.Platform,
+		APIReader:  conversion.Reader{Reader: mgr.GetAPIReader()},
+		Middleware: o.Middleware,
+	}
+	if o.Querier != nil {
+		r.Analysis = o.Querier
+	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
+		q, err := analysis.NewPrometheus(url)
+		if err != nil {
+			return nil, err
+		}
+		r.Analysis = q
+	}
+	return r, nil
 }

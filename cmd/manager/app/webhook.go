@@ -102,8 +102,8 @@ func WebhookFlags(fs *flag.FlagSet, o *WebhookOptions) {
 // enabled reports whether the manager serves /convert.
 func (o WebhookOptions) enabled() bool { return o.BindAddress != "" && o.BindAddress != "0" }
 
-// server is the webhook server of o.
-func (o WebhookOptions) server() (webhook.Server, error) {
+// Server is the webhook server of o.
+func (o WebhookOptions) Server() (webhook.Server, error) {
 	host, port, err := net.SplitHostPort(o.BindAddress)
 	if err != nil {
 		return nil, fmt.Errorf("--webhook-bind-address %q: %w", o.BindAddress, err)
@@ -117,10 +117,10 @@ func (o WebhookOptions) server() (webhook.Server, error) {
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}), nil
 }
 
-// setupConversion registers /convert on mgr's webhook server and makes sure the
+// SetupConversion registers /convert on mgr's webhook server and makes sure the
 // certificate exists and the CRD's conversion points at the server, before the
 // manager starts (the server needs its certificate to start).
-func setupConversion(cfg *rest.Config, mgr ctrl.Manager, o WebhookOptions) error {
+func SetupConversion(cfg *rest.Config, mgr ctrl.Manager, o WebhookOptions) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &v1beta1.DynamoGraphDeployment{}).WithConverter(conversion.Converter()).Complete(); err != nil {
 		return fmt.Errorf("registering /convert: %w", err)
 	}
@@ -219,7 +219,7 @@ func (o WebhookOptions) CABundle() ([]byte, error) {
 // the operator comes and goes (the crash suite kills it), or that runs no operator.
 // It returns once the API server converts through it.
 func ServeConversion(ctx context.Context, cfg *rest.Config, o WebhookOptions) error {
-	srv, err := o.server()
+	srv, err := o.Server()
 	if err != nil {
 		return err
 	}

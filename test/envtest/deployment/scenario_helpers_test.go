@@ -4,11 +4,16 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-// deploy creates a DGD and drives it to its first completed revision.
+// deploy creates a DGD and drives it to its first completed revision. A watcher of its
+// live Deployments (surge and prefill with decode at every write, ratio, orphans and
+// the status's account at every pass boundary) fails the spec at its end on anything
+// it saw.
 func deploy(obj *v1alpha1.DynamoGraphDeployment) harness.Snapshot {
+	e2e.WatchSpec(ctx, env.Config, obj.Namespace, obj.Name, e2e.Options{})
 	s, err := env.Deploy(ctx, obj, harness.Snapshot.Completed)
 	Expect(err).NotTo(HaveOccurred())
 	return s

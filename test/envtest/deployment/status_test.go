@@ -1,17 +1,26 @@
 package deployment_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -112,8 +121,94 @@ var _ = Describe("steady state", func() {
 		after := rvs()
 		Eventually(reconciles).Should(BeNumerically(">", before), "the counter moves when a reconcile has returned")
 		Expect(rvs()).To(Equal(after))
+
+		By("a pass of this DGD started by an event of every object it owns writes nothing, anywhere")
+		Expect(steadyWrites(ns, "quiet")).To(BeEmpty())
+	})
+
+	It("catches a broken operator that writes in steady state (its Service updated unchanged on every pass)", func() {
+		// A decorator around the operator's client: every pass (its Get of the DGD)
+		// also updates one of the DGD's Services with what it read: a write the former
+		// check, which compared only the DGD's and the Deployments' resourceVersions
+		// around one pass, never saw.
+		Expect(env.RestartOperator(harness.Broken{NewClient: func(cfg *rest.Config, opts client.Options) (client.Client, error) {
+			c, err := client.NewWithWatch(cfg, opts)
+			if err != nil {
+				return nil, err
+			}
+			return interceptor.NewClient(c, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if err := c.Get(ctx, key, obj, opts...); err != nil {
+					return err
+				}
+				if _, ok := obj.(*v1alpha1.DynamoGraphDeployment); ok {
+					var svcs corev1.ServiceList
+					if c.List(ctx, &svcs, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: key.Name}) == nil && len(svcs.Items) > 0 {
+						_ = c.Update(ctx, &svcs.Items[0])
+					}
+				}
+				return nil
+			}}), nil
+		}})).To(Succeed())
+		DeferCleanup(func() { Expect(env.RestartOperator(harness.Broken{})).To(Succeed()) })
+		ns := newNamespace()
+		deploy(harness.NewDGD(ns, "noisy").Disagg(2, 1, "vllm:v1").Obj())
+		failures := InterceptGomegaFailures(func() { steadyWrites(ns, "noisy") })
+		Expect(failures).To(ContainElement(ContainSubstring("PUT services "+ns+"/noisy-")), "the steady-state check must fail")
 	})
 })
+
+// steadyWrites returns every write the operator sends to namespace ns or to a
+// cluster-scoped object, counted by its recording proxy, from the moment the settled
+// DGD ns/name is at rest until passes of it started by an event of every object it
+// owns (each touched with a label: the DGD, its Deployments, Services,
+// ControllerRevisions, ServiceAccounts, Roles and RoleBindings) have returned. At rest:
+// a pass started after a moment returned and the operator wrote nothing since that
+// moment (an Event of its last step may still have been on its way); it fails when
+// that never happens.
+func steadyWrites(ns, name string) []string {
+	GinkgoHelper()
+	n := 0
+	touch := func(o client.Object) {
+		GinkgoHelper()
+		n++
+		t := time.Now()
+		patch := []byte(fmt.Sprintf(`{"metadata":{"labels":{"test.dgd-rollout/touched":"%d"}}}`, n))
+		Expect(env.Client.Patch(ctx, o, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+		Eventually(func() int { return env.PassesSince(ns, name, t) }).Should(BeNumerically(">", 0), "a pass after %T %s changed", o, o.GetName())
+	}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	var rest time.Time
+	Eventually(func() []string {
+		t := time.Now()
+		touch(dgd)
+		rest = t
+		return env.OperatorWrites(t, ns)
+	}, 5*time.Second, 0).Should(BeEmpty(), "the operator never comes to rest")
+	owned := 0
+	for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}, &appsv1.ControllerRevisionList{},
+		&corev1.ServiceAccountList{}, &rbacv1.RoleList{}, &rbacv1.RoleBindingList{}} {
+		Expect(env.Client.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+		Expect(meta.EachListItem(list, func(o runtime.Object) error {
+			if obj := o.(client.Object); isOwnedBy(obj, name) {
+				owned++
+				touch(obj)
+			}
+			return nil
+		})).To(Succeed())
+	}
+	Expect(owned).To(BeNumerically(">=", 6), "Deployments, Services and a ControllerRevision were touched")
+	touch(dgd)
+	return env.OperatorWrites(rest, ns)
+}
+
+func isOwnedBy(o client.Object, dgd string) bool {
+	for _, r := range o.GetOwnerReferences() {
+		if r.Kind == "DynamoGraphDeployment" && r.Name == dgd {
+			return true
+		}
+	}
+	return false
+}
 
 var _ = Describe("completion", func() {
 	It("writes its last status with the step that deletes the old revision: the old pods going afterwards write nothing", func() {

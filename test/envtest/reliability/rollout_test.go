@@ -56,6 +56,7 @@ var _ = Describe("image change under write faults", func() {
 				Eventually(func() []string { s, _ := env.Take(ctx, ns, obj.Name); return s.Hashes() }).Should(HaveLen(1))
 				Eventually(func() int { return len(deploymentsInNamespace(ns)) }).Should(Equal(3))
 				Expect(controllerRevisions(ns)).To(HaveLen(2))
+				expectNothingLeft(ns, obj.Name, 2)
 			})
 		})
 	}
@@ -89,6 +90,7 @@ var _ = Describe("partition under write faults", func() {
 				Expect(err).NotTo(HaveOccurred())
 				Expect(steps[len(steps)-1].Hashes()).To(Equal([]string{held.UpdateHash()}))
 				sw.expectNoSurge()
+				expectNothingLeft(ns, "canary", 2)
 			})
 		})
 	}
@@ -121,6 +123,7 @@ var _ = Describe("pause under write faults", func() {
 			_, err = drive(ns, "pause", -1, maxSteps, harness.CompletedAt(2))
 			Expect(err).NotTo(HaveOccurred())
 			sw.expectNoSurge()
+			expectNothingLeft(ns, "pause", 2)
 		})
 	})
 })
@@ -136,6 +139,7 @@ var _ = Describe("Recreate under write faults", func() {
 			for _, st := range steps {
 				Expect(st.PoolSize(old) == 0 || st.PoolSize(st.UpdateHash()) == 0).To(BeTrue(), "both revisions ran at once: %v", st.Replicas())
 			}
+			expectNothingLeft(ns, "recreate", 2)
 		})
 	})
 })
@@ -163,6 +167,7 @@ var _ = Describe("retarget under write faults", func() {
 				}
 			}
 			Eventually(func() int { return len(deploymentsInNamespace(ns)) }).Should(Equal(3))
+			expectNothingLeft(ns, "abc", 3)
 		})
 	})
 })
@@ -201,6 +206,7 @@ var _ = Describe("rollback under write faults", func() {
 				return out
 			}).Should(HaveKeyWithValue(v1, int64(3)))
 			Expect(controllerRevisions(ns)).To(HaveLen(2))
+			expectNothingLeft(ns, "undo", 2)
 		})
 	})
 })

@@ -1,18 +1,21 @@
 // Package reliability_test runs the operator against a real API server (envtest) with a
 // client that fails a share of its writes (test/faults): 500 InternalError, 429
-// TooManyRequests and 409 Conflict on creates, updates, patches, deletes and status
-// writes. The suite plays the Deployment controller step by step, as
-// test/envtest/deployment does, and checks surge, availability and ratio at every
-// settled step; it also plays a human who scales, deletes and relabels the operator's
-// objects by hand.
+// TooManyRequests and 409 Conflict before the write, and 500 or 504 after it was
+// applied (its answer lost), on creates, updates, patches, deletes, scale and status
+// writes. The suite plays the workload controllers step by step (Deployments,
+// LeaderWorkerSets and Grove, as the envtest suites of each backend do) and checks
+// surge, availability and ratio at every settled step, surge at every write, and after
+// each rollout that nothing is duplicated or left behind; it also plays a human who
+// scales, deletes and relabels the operator's objects by hand.
 //
 // The manager is built here rather than by harness.Start(true): it is the operator's
-// own wiring (app.NewScheme, app.CacheOptions, controllers.Reconciler as app.Setup
-// builds it) with the faulty client handed to the reconciler, the Deployment backend
-// and the revision history. Reads come from the manager's cache, untouched.
+// own wiring (app.NewReconciler) with the faulty client handed to the reconciler, every
+// backend (Deployment, LeaderWorkerSet, Grove) and the revision history. Reads come
+// from the manager's cache, untouched.
 //
-// FAULT_RATE (default 0.05) and FAULT_SEED (default 7) change the faults;
-// The specs in bugs_test.go reproduce operator bugs this suite found (all fixed).
+// FAULT_RATE (default 0.05), FAULT_AFTER_COMMIT (the share of faults after commit,
+// default 0.3) and FAULT_SEED (default 7) change the faults. The specs in bugs_test.go
+// reproduce operator bugs this suite found (all fixed).
 package reliability_test
 
 import (
@@ -36,12 +39,15 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
+	grovebackend "github.com/dgd-rollout/operator/backends/grove"
+	lwsbackend "github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
-	"github.com/dgd-rollout/operator/controllers"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/faults"
+	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/lws"
 )
 
 var (
@@ -53,12 +59,20 @@ var (
 	trace *tracer
 
 	// rate is the share of the operator's writes that fail in the rollout scenarios.
-	rate = envFloat("FAULT_RATE", 0.05)
-	seed = uint64(envFloat("FAULT_SEED", 7))
+	rate        = envFloat("FAULT_RATE", defaultRate)
+	afterCommit = envFloat("FAULT_AFTER_COMMIT", defaultAfterCommit)
+	seed        = uint64(envFloat("FAULT_SEED", defaultSeed))
 
 	// bugIt marks a spec that reproduces an operator bug this suite found; they are
 	// fixed, so the specs run as regressions.
 	bugIt = It
+)
+
+// The default faults, whose counts the README states (expectReadmeCounts).
+const (
+	defaultRate        = 0.05
+	defaultAfterCommit = 0.3
+	defaultSeed        = 7
 )
 
 func envFloat(name string, def float64) float64 {
@@ -80,9 +94,14 @@ var _ = BeforeSuite(func() {
 	// Faults slow a rollout down (each failed pass is retried with backoff): give the
 	// operator more time to act on a change than the plain suites do.
 	harness.SettleTimeout = 60 * time.Second
-	var err error
-	env, err = harness.Start(false)
+	lwsCRDs, err := lws.CRDDir()
 	Expect(err).NotTo(HaveOccurred())
+	groveCRDs, err := grove.CRDDir()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = harness.Start(false, lwsCRDs, groveCRDs)
+	Expect(err).NotTo(HaveOccurred())
+	// Grove's token and gate waits (5 s each) test nothing here.
+	env.SetGroveTiming(harness.GroveTiming{Token: 200 * time.Millisecond, Gate: 200 * time.Millisecond})
 	// Injected faults make the reconciler log errors with stack traces: keep them with
 	// the spec's output (shown on failure or with -ginkgo.v), not on stderr.
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.ErrorLevel)))
@@ -95,14 +114,15 @@ var _ = BeforeSuite(func() {
 		HealthProbeBindAddress: "0",
 	})
 	Expect(err).NotTo(HaveOccurred())
-	faulty = faults.New(mgr.GetClient(), faults.Config{Rate: rate, Seed: seed})
-	r := &controllers.Reconciler{
-		Client:   conversion.NewClient(faulty), // as app.Setup wires it: DGDs read and written as v1beta1
-		Scheme:   mgr.GetScheme(),
-		Recorder: mgr.GetEventRecorder("dgd-rollout"),
-		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), render.Config{})),
-		History:  revisions.NewHistory(faulty, mgr.GetScheme()),
-	}
+	faulty = faults.New(mgr.GetClient(), faults.Config{Rate: rate, Seed: seed, AfterCommitShare: afterCommit})
+	r, err := app.NewReconciler(mgr, app.Options{})
+	Expect(err).NotTo(HaveOccurred())
+	// As app.Setup wires it: DGDs read and written as v1beta1.
+	r.Client, r.History = conversion.NewClient(faulty), revisions.NewHistory(faulty, mgr.GetScheme())
+	r.Backends = backends.NewRegistry().
+		Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), render.Config{})).
+		Register(v1alpha1.BackendLeaderWorkerSet, lwsbackend.New(faulty, mgr.GetScheme(), render.Config{})).
+		Register(v1alpha1.BackendGrove, grovebackend.New(faulty, mgr.GetScheme(), render.Config{}))
 	// As many workers as the operator runs by default; trace checks that no DGD is ever
 	// reconciled by two of them at once, over every spec of the suite.
 	trace = newTracer()
@@ -119,10 +139,14 @@ var _ = BeforeSuite(func() {
 	start := time.Now()
 	DeferCleanup(func() {
 		st := faulty.Stats()
-		fmt.Printf("faults (rate %.2f, seed %d) over the suite, %s: %s\n", rate, seed, time.Since(start).Round(time.Second), st)
+		fmt.Printf("faults (rate %.2f, %.2f of them after commit, seed %d) over the suite, %s: %s\n", rate, afterCommit, seed, time.Since(start).Round(time.Second), st)
 		AddReportEntry("faults injected", st.String())
 		if rate > 0 {
 			Expect(st.Injected).To(BeNumerically(">", 0), "no fault was injected")
+		}
+		if suite, _ := GinkgoConfiguration(); rate == defaultRate && afterCommit == defaultAfterCommit && seed == defaultSeed &&
+			len(suite.FocusStrings)+len(suite.SkipStrings)+len(suite.FocusFiles)+len(suite.SkipFiles) == 0 && suite.LabelFilter == "" {
+			expectReadmeCounts(st) // the default run, whole
 		}
 	})
 })
