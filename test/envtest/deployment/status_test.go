@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers"
 	"github.com/dgd-rollout/operator/test/harness"
@@ -140,7 +141,9 @@ var _ = Describe("steady state", func() {
 				if err := c.Get(ctx, key, obj, opts...); err != nil {
 					return err
 				}
-				if _, ok := obj.(*v1alpha1.DynamoGraphDeployment); ok {
+				// The operator reads DGDs as v1beta1 (the storage version); either counts.
+				switch obj.(type) {
+				case *v1alpha1.DynamoGraphDeployment, *v1beta1.DynamoGraphDeployment:
 					var svcs corev1.ServiceList
 					if c.List(ctx, &svcs, client.InNamespace(key.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: key.Name}) == nil && len(svcs.Items) > 0 {
 						_ = c.Update(ctx, &svcs.Items[0])
