@@ -28,6 +28,13 @@ type scenario struct {
 // start creates the DGD, starts the watcher and the observer first so they see every
 // event, and waits until revision 1 is fully rolled out and ready.
 func start(obj *v1alpha1.DynamoGraphDeployment) *scenario {
+	s := begin(obj)
+	s.waitRolledOut(1)
+	return s
+}
+
+// begin is start without the wait.
+func begin(obj *v1alpha1.DynamoGraphDeployment) *scenario {
 	w, err := Watch(ctx, cl.Config, obj.Namespace, obj.Name)
 	Expect(err).NotTo(HaveOccurred())
 	o, err := observe.Start(ctx, observe.Options{Config: cl.Config, Namespace: obj.Namespace, DGD: obj.Name})
@@ -43,7 +50,6 @@ func start(obj *v1alpha1.DynamoGraphDeployment) *scenario {
 		Expect(violations).To(BeEmpty(), "what the Dynamo runtime would have seen")
 	})
 	Expect(k8s.Create(ctx, obj)).To(Succeed())
-	s.waitRolledOut(1)
 	return s
 }
 

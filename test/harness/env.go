@@ -19,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/render"
 )
 
 // Env is a running API server with the operator attached.
@@ -38,6 +39,15 @@ type Env struct {
 	// real one is queried in test/e2e).
 	Metrics *Metrics
 }
+
+// OperatorDiscovery is the default discovery backend (--discovery-backend) of the
+// operator Start runs. Suites that play workload statuses and no pods run it under etcd
+// discovery, where a workload's readiness is what Dynamo routes by: under Kubernetes
+// discovery a worker counts as ready only once its runtime pod is a ready endpoint of a
+// discovery EndpointSlice (controllers/discovery.go), which a suite without pods never
+// has. A suite with pods sets it to kubernetes before Start and runs
+// StartEndpointSlices (the Grove suite, whose fake kubelet runs Grove's pods).
+var OperatorDiscovery = render.DiscoveryEtcd
 
 // RepoRoot is the repository root, found from this file's location.
 func RepoRoot() string {
@@ -83,7 +93,7 @@ func (e *Env) startOperator() error {
 	mgr, err := app.NewManager(e.Config, app.Options{Manager: ctrl.Options{
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	}, Querier: e.Metrics})
+	}, Querier: e.Metrics, Platform: render.Config{DiscoveryBackend: OperatorDiscovery}})
 	if err != nil {
 		return err
 	}
