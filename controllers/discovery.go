@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -32,17 +34,17 @@ type discovery struct {
 	// routable counts, per worker workload, the replicas whose runtime pod is a ready
 	// endpoint Dynamo discovers (nil: not measured, etcd discovery).
 	routable map[backends.Key]int32
-	// byService counts, per Service name, the ready endpoints of its discovery slices.
-	byService map[string]int
-	// services are the names of the Services those slices belong to.
-	services map[string]bool
+	// byService counts, per Service (its UID: a slice's controller), the ready endpoints
+	// of its discovery slices; services are the Services with any slice.
+	byService map[types.UID]int
+	services  map[types.UID]bool
 }
 
 // observeDiscovery reads the DGD's discovery EndpointSlices (the cache holds only
 // those, indexed by graph) and counts, per worker workload, the routable replicas; then
 // lowers every worker workload's ready count to them.
 func (p *pass) observeDiscovery(ctx context.Context) error {
-	p.disc = discovery{byService: map[string]int{}, services: map[string]bool{}}
+	p.disc = discovery{byService: map[types.UID]int{}, services: map[types.UID]bool{}}
 	if !p.r.Platform.KubernetesDiscovery(p.dgd) {
 		return nil
 	}
@@ -52,11 +54,14 @@ func (p *pass) observeDiscovery(ctx context.Context) error {
 	}
 	for i := range slices.Items {
 		s := &slices.Items[i]
-		name := s.Labels[discoveryv1.LabelServiceName]
-		p.disc.services[name] = true
+		ref := metav1.GetControllerOf(s)
+		if ref == nil {
+			continue
+		}
+		p.disc.services[ref.UID] = true
 		for _, ep := range s.Endpoints {
 			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-				p.disc.byService[name]++
+				p.disc.byService[ref.UID]++
 			}
 		}
 	}
@@ -93,12 +98,14 @@ func (p *pass) accepted(hash string) bool {
 	return render.AcceptsNamespace(render.EffectiveNamespace(p.dgd, false, ""), render.EffectiveNamespace(p.dgd, true, hash), true)
 }
 
-// routableAsBefore reports whether the discovery Service named now publishes at least
-// as many ready endpoints as the one named before, which may then go: a DGD upgraded
-// from an operator that named its discovery Services otherwise keeps every worker
-// routable while the Service changes name.
-func (p *pass) routableAsBefore(now, before string) bool {
-	return p.disc.services[now] && p.disc.byService[now] >= p.disc.byService[before]
+// routableAsBefore reports whether discovery Service now publishes at least as many
+// ready endpoints as before, which may then go: a DGD upgraded from an operator that
+// named its discovery Services otherwise keeps every worker routable while the Service
+// changes name. Slices are matched to a Service by their controller's UID, so a slice
+// left by an earlier Service of the same name is not taken for the new one's; now nil
+// (not in the cache yet) publishes nothing.
+func (p *pass) routableAsBefore(now, before *corev1.Service) bool {
+	return now != nil && p.disc.services[now.UID] && p.disc.byService[now.UID] >= p.disc.byService[before.UID]
 }
 
 // podMeta is a pod as the operator caches it (metadata only).

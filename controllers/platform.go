@@ -215,13 +215,17 @@ func (p *pass) pruneServices(ctx context.Context, want map[string]client.Object,
 	if err := backends.ListControlled(ctx, p.r.Client, &ings, p.dgd); err != nil {
 		return fmt.Errorf("listing Ingresses of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
+	byName := map[string]*corev1.Service{}
+	for i := range svcs.Items {
+		byName[svcs.Items[i].Name] = &svcs.Items[i]
+	}
 	var doomed []client.Object
 	for i := range svcs.Items {
 		name := svcs.Items[i].Name
 		if _, ok := want["Service/"+name]; ok || !metav1.IsControlledBy(&svcs.Items[i], p.dgd) {
 			continue
 		}
-		if now, ok := legacy[name]; ok && p.r.Platform.KubernetesDiscovery(p.dgd) && !p.routableAsBefore(now, name) {
+		if now, ok := legacy[name]; ok && p.r.Platform.KubernetesDiscovery(p.dgd) && !p.routableAsBefore(byName[now], &svcs.Items[i]) {
 			continue
 		}
 		doomed = append(doomed, &svcs.Items[i])
