@@ -58,6 +58,19 @@ import (
 // endpointSliceManagedBy is the real controller's managed-by value.
 const endpointSliceManagedBy = "endpointslice-controller.k8s.io"
 
+// PauseEndpointSlices makes the fake EndpointSlice controller leave namespace ns alone
+// until ResumeEndpointSlices: a test of what the operator does while a slice it waits
+// for has not been written.
+func (e *Env) PauseEndpointSlices(ns string) { e.slicesPaused.Store(ns, true) }
+
+// ResumeEndpointSlices undoes PauseEndpointSlices.
+func (e *Env) ResumeEndpointSlices(ns string) {
+	e.slicesPaused.Delete(ns)
+	if f := e.slices; f != nil {
+		f.mark(ns)
+	}
+}
+
 // StartEndpointSlices runs the fake EndpointSlice controller over every namespace until
 // the returned stop is called.
 func (e *Env) StartEndpointSlices(ctx context.Context) (stop func(), err error) {
@@ -66,6 +79,7 @@ func (e *Env) StartEndpointSlices(ctx context.Context) (stop func(), err error) 
 		return nil, err
 	}
 	f := &fakeEndpointSlices{e: e, c: c, dirty: map[string]bool{}, kick: make(chan struct{}, 1)}
+	e.slices = f
 	for _, obj := range []client.Object{&corev1.Pod{}, &corev1.Service{}, &discoveryv1.EndpointSlice{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
@@ -126,6 +140,9 @@ func (f *fakeEndpointSlices) run(ctx context.Context) {
 		f.dirty = map[string]bool{}
 		f.mu.Unlock()
 		for ns := range dirty {
+			if _, paused := f.e.slicesPaused.Load(ns); paused {
+				continue
+			}
 			if err := f.sync(ctx, ns); err != nil && ctx.Err() == nil {
 				f.mark(ns) // a conflict or a cache behind our write: look again
 			}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -30,6 +31,10 @@ type Env struct {
 	cancel context.CancelFunc
 	done   chan error
 	grove  groveState
+	// slices is the fake EndpointSlice controller (StartEndpointSlices), slicesPaused
+	// the namespaces it leaves alone.
+	slices       *fakeEndpointSlices
+	slicesPaused sync.Map
 	// RuntimeRegisters makes the fake kubelet (Grove's pods) mark a worker pod Ready only
 	// once its Dynamo runtime has published the pod's DynamoWorkerMetadata, as a real
 	// worker does: it registers, then its readiness probe (/health on the system port)

@@ -95,7 +95,7 @@ func TestDiscoveryServiceViolations(t *testing.T) {
 // leaders are ready endpoints of a labelled slice is not.
 func TestRoutableViolations(t *testing.T) {
 	d := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
-		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"decode": {ComponentType: "worker"}}},
+		Spec:   v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"decode": {ComponentType: "worker"}}},
 		Status: v1alpha1.DynamoGraphDeploymentStatus{Services: map[string]v1alpha1.ServiceStatus{"decode": {ReadyReplicas: 1, RuntimeNamespaces: []string{"ns-g-1a2b3c4d"}}}}}
 	pods := lwsGang("g-decode-1a2b3c4d", "decode", "1a2b3c4d", 2)
 	lwsSlice := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "lws",

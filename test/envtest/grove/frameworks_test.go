@@ -2,10 +2,13 @@ package grove_test
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -103,4 +106,70 @@ func checkNames(ns string, s harness.Snapshot) {
 			Expect(have).To(HaveKey(backends.DiscoveryServiceName(s.DGD.Name, name, h)), fmt.Sprintf("%s at %s", name, h))
 		}
 	}
+}
+
+var _ = Describe("a DGD from an operator that named discovery Services {dgd}-{service}-{hash} (issue 22)", func() {
+	It("gets the new discovery Services and loses an old one only once the new one publishes as many ready endpoints; no worker rolls", func() {
+		ns := newNamespace()
+		s := deploy(onGrove(harness.NewDGD(ns, "up").Disagg(2, 1, "img:v1")).Obj())
+		h := s.Hashes()[0]
+		pcs := revisionPCS(s, h)
+		var now corev1.Service
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: backends.DiscoveryServiceName("up", "decode", h)}, &now)).To(Succeed())
+		By("the new discovery Service not published yet: made again while the EndpointSlice controller is held back")
+		env.PauseEndpointSlices(ns)
+		DeferCleanup(env.ResumeEndpointSlices, ns)
+		var slices discoveryv1.EndpointSliceList
+		Expect(env.Client.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: now.Name})).To(Succeed())
+		Expect(slices.Items).To(HaveLen(1))
+		published := slices.Items[0]
+		Expect(env.Client.Delete(ctx, &now)).To(Succeed())
+		Expect(env.Client.Delete(ctx, &published)).To(Succeed()) // the garbage collector's part
+		var remade corev1.Service
+		Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(&now), &remade) }).Should(Succeed())
+		Expect(remade.UID).NotTo(Equal(now.UID))
+		By("an old-named discovery Service of the running revision, as the earlier operator left it, with its slice")
+		old := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: backends.WorkloadName("up", "decode", h),
+			Labels: now.Labels, OwnerReferences: now.OwnerReferences}, Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone,
+			Selector: now.Spec.Selector, Ports: now.Spec.Ports}}
+		Expect(env.Client.Create(ctx, old)).To(Succeed())
+		oldSlice := published.DeepCopy() // what the EndpointSlice controller writes for the same pods
+		oldSlice.ObjectMeta = metav1.ObjectMeta{Namespace: ns, Name: old.Name + "-x", Labels: map[string]string{},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(old, corev1.SchemeGroupVersion.WithKind("Service"))}}
+		for k, v := range published.Labels {
+			oldSlice.Labels[k] = v
+		}
+		oldSlice.Labels[discoveryv1.LabelServiceName] = old.Name
+		Expect(env.Client.Create(ctx, oldSlice)).To(Succeed())
+		before, err := harness.Reconciles()
+		Expect(err).NotTo(HaveOccurred())
+		update(ns, "up", func(d *v1alpha1.DynamoGraphDeployment) {
+			metav1.SetMetaDataAnnotation(&d.ObjectMeta, "test/touched", "1")
+		})
+		Eventually(func() float64 { n, _ := harness.Reconciles(); return n }).Should(BeNumerically(">", before), "a pass ran")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(old), &corev1.Service{})).To(Succeed(), "kept: the new one publishes no endpoint yet")
+		By("once the new one publishes, the old one goes")
+		env.ResumeEndpointSlices(ns)
+		Eventually(func() error { return env.Client.Get(ctx, client.ObjectKeyFromObject(old), &corev1.Service{}) }, 20*time.Second).ShouldNot(Succeed())
+		Expect(readyEndpoints(ns, now.Name)).To(Equal(1))
+		after, err := env.Take(ctx, ns, "up")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(after.Hashes()).To(Equal([]string{h}), "no new revision")
+		Expect(revisionPCS(after, h).UID).To(Equal(pcs.UID), "the revision's PodCliqueSet untouched")
+	})
+})
+
+// readyEndpoints counts the ready endpoints of a Service's EndpointSlices.
+func readyEndpoints(ns, service string) int {
+	var slices discoveryv1.EndpointSliceList
+	Expect(env.Client.List(ctx, &slices, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: service})).To(Succeed())
+	n := 0
+	for _, sl := range slices.Items {
+		for _, ep := range sl.Endpoints {
+			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
+				n++
+			}
+		}
+	}
+	return n
 }

@@ -95,12 +95,16 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	faulty = faults.New(mgr.GetClient(), faults.Config{Rate: rate, Seed: seed})
+	// No pods here (the suite plays Deployment statuses): etcd discovery, where the
+	// workloads' readiness is what Dynamo routes by (harness.OperatorDiscovery).
+	platform := render.Config{DiscoveryBackend: harness.OperatorDiscovery}
 	r := &controllers.Reconciler{
 		Client:   faulty,
 		Scheme:   mgr.GetScheme(),
 		Recorder: mgr.GetEventRecorder("dgd-rollout"),
-		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), render.Config{})),
+		Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), platform)),
 		History:  revisions.NewHistory(faulty, mgr.GetScheme()),
+		Platform: platform,
 	}
 	// As many workers as the operator runs by default; trace checks that no DGD is ever
 	// reconciled by two of them at once, over every spec of the suite.
