@@ -187,9 +187,9 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 // create creates want (holding id) unless a PodCliqueSet of its name exists, and
 // reports whether it did. The name was free when it was picked; one found taken since
 // (another DGD's, or ours holding something else) is given up, and the next pass picks
-// another. AlreadyExists is not success: the object may be ours, created by an earlier
-// pass the cache does not show yet (the pick is kept, so the next pass finds it), or
-// someone else's (the next pass sees it and gives the name up).
+// another. AlreadyExists counts as success (backends.Backend): the object is ours,
+// created by an earlier pass the cache does not show yet, or someone else's, which the
+// next pass sees in the cache and gives the name up for; the pick is kept until then.
 func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet, id string) (bool, error) {
 	if err := controllerutil.SetControllerReference(dgd, want, b.Scheme); err != nil {
 		return false, err
@@ -199,7 +199,7 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
-			return false, fmt.Errorf("creating PodCliqueSet %s/%s: it exists and the cache does not show it yet: %w", want.Namespace, want.Name, err)
+			return false, nil
 		} else if err != nil {
 			return false, fmt.Errorf("creating PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
 		}
