@@ -107,7 +107,10 @@ func GangSetName(dgd, service, hash string) string {
 // only among the PodCliqueSets alive at once: the first takes `{dgd}` and costs nothing
 // over Dynamo; the next ones cost 2 characters (`-1` ... `-9`, 3 from `-10`), and where
 // those do not fit, the DGD's name gives up its last characters instead, so every
-// PodCliqueSet of a DGD that Dynamo accepts fits Grove's limit. The worked case of
+// PodCliqueSet of a DGD that Dynamo accepts fits Grove's limit, as long as the limit
+// leaves it 3 characters (`x-1`): only a DGD of 1 or 2 characters whose service names
+// fill Grove's limit has room for no second one (the Grove backend then reports
+// InvalidSpec when a second revision is due). The worked case of
 // issue 22: DGD `vg` with the multinode worker VllmPrefillWorker is 2 + 17 + 21 = 40
 // characters in slot 0 and 42 in slots 1-9, where `{dgd}-{8-character hash}` made 49.
 func PodCliqueSetName(dgd string, k, max int) (string, bool) {

@@ -76,3 +76,12 @@ func NotControlled(kind string, have, owner metav1.Object) *NameConflictError {
 	}
 	return e
 }
+
+// SpecError is a problem with the DGD's spec that a backend finds only when it acts
+// (Grove: no PodCliqueSet name left that fits its limit): no retry fixes it, and the
+// controller reports it as InvalidSpec.
+type SpecError struct{ Err error }
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+
+func (e *SpecError) Unwrap() error { return e.Err }

@@ -99,9 +99,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	err := p.sync(ctx)
 	var invalid *invalidSpecError
 	var taken *backends.NameConflictError
+	var specErr *backends.SpecError
 	switch {
 	case errors.As(err, &invalid):
 		p.markInvalid(invalid)
+		err = nil
+	case errors.As(err, &specErr):
+		p.markInvalid(&invalidSpecError{msg: specErr.Error()})
 		err = nil
 	case errors.As(err, &taken): // a workload's name is someone else's: nothing of it is touched
 		p.conflict(taken)

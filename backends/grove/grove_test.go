@@ -46,7 +46,7 @@ func TestScaleTemplateKeepsOtherServices(t *testing.T) {
 	pcs := &grovev1.PodCliqueSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Labels: map[string]string{v1alpha1.LabelWorkerHash: "abc"},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DynamoGraphDeployment", Name: "g", UID: "dgd-uid", Controller: ptr.To(true)}},
-			Annotations: map[string]string{AnnotationCliques: `{"prefill":{"clique":"prefill"},"decode":{"clique":"decode"},"mn":{"group":"mn"}}`}},
+			Annotations:     map[string]string{AnnotationCliques: `{"prefill":{"clique":"prefill"},"decode":{"clique":"decode"},"mn":{"group":"mn"}}`}},
 		Spec: grovev1.PodCliqueSetSpec{Replicas: 1, Template: grovev1.PodCliqueSetTemplateSpec{
 			Cliques: []*grovev1.PodCliqueTemplateSpec{
 				{Name: "decode", Spec: grovev1.PodCliqueSpec{Replicas: 1}},

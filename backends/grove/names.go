@@ -172,7 +172,7 @@ func (b *Backend) nameFor(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			return name, nil
 		}
 	}
-	return "", &NoNameError{DGD: dgd.Name, Room: max}
+	return "", &backends.SpecError{Err: &NoNameError{DGD: dgd.Name, Room: max}}
 }
 
 // NoNameError says that no free PodCliqueSet name fits Grove's limit: the DGD's names

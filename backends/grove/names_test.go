@@ -2,6 +2,7 @@ package grove
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
@@ -129,5 +130,31 @@ func TestNamesFitGrove(t *testing.T) {
 	dgd = namesDGD("fourteen-chars", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"fourteen-chars": svc("worker", 2)})
 	if err := b.ValidateSpec(dgd, dgd.ServiceNames()); err == nil {
 		t.Error("46 characters: Dynamo refuses it, and so does ValidateSpec")
+	}
+}
+
+// TestNoRoomIsASpecError: a DGD of two characters whose worker leaves exactly two for
+// the PodCliqueSet deploys (Dynamo's limit), but a second revision beside the first has
+// no name that fits: the controller reports it as InvalidSpec (backends.SpecError).
+func TestNoRoomIsASpecError(t *testing.T) {
+	dgd := namesDGD("ab", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"abcdefghijklmnopqrs": svc("worker", 2)})
+	b := namesBackend(t)
+	if err := b.ValidateSpec(dgd, dgd.ServiceNames()); err != nil {
+		t.Fatalf("2 + 19 + 23 = 44 is within Dynamo's limit: %v", err)
+	}
+	// room: 45 - 42 = 3, so `a-1` fits; with a service of 20 it would be 1.
+	dgd = namesDGD("ab", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"abcdefghijklmnopqrst": svc("worker", 2)})
+	if err := b.ValidateSpec(dgd, dgd.ServiceNames()); err == nil {
+		t.Fatal("2 + 20 + 24 = 46: over the limit")
+	}
+	dgd = namesDGD("a", map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{"abcdefghijklmnopqrst": svc("worker", 2)})
+	if err := b.ValidateSpec(dgd, dgd.ServiceNames()); err != nil {
+		t.Fatalf("1 + 20 + 24 = 45: %v", err)
+	}
+	b.picked.put(dgd.UID, workerID("a0000000"), "a")
+	_, err := b.pcsName(context.Background(), dgd, backends.Key{Service: "abcdefghijklmnopqrst", Hash: "b0000000"})
+	var spec *backends.SpecError
+	if !errors.As(err, &spec) {
+		t.Fatalf("a second revision of a 1-character DGD at the limit: %v, want a backends.SpecError", err)
 	}
 }
