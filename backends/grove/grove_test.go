@@ -5,9 +5,7 @@ import (
 	"testing"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -36,12 +34,7 @@ func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // from a stale PodCliqueSet copy both keep their template counts (a merge patch of the
 // whole cliques list from the stale copy undid the first write).
 func TestScaleTemplateKeepsOtherServices(t *testing.T) {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{grovev1.AddToScheme, corev1.AddToScheme, v1alpha1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scheme := testScheme(t)
 	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "dgd-uid"}}
 	pcs := &grovev1.PodCliqueSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Labels: map[string]string{v1alpha1.LabelWorkerHash: "abc"},

@@ -33,7 +33,8 @@ func svc(componentType string, nodes int32) *v1alpha1.DynamoComponentDeploymentS
 	return s
 }
 
-func namesBackend(t *testing.T, objs ...client.Object) *Backend {
+// testScheme holds Grove's, the core and the DGD's types.
+func testScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{grovev1.AddToScheme, corev1.AddToScheme, v1alpha1.AddToScheme} {
@@ -41,6 +42,12 @@ func namesBackend(t *testing.T, objs ...client.Object) *Backend {
 			t.Fatal(err)
 		}
 	}
+	return scheme
+}
+
+func namesBackend(t *testing.T, objs ...client.Object) *Backend {
+	t.Helper()
+	scheme := testScheme(t)
 	return New(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build(), scheme, renderpkg.Config{})
 }
 
