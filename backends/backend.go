@@ -173,3 +173,30 @@ func RemovesUnreadyFirst(b Backend) bool {
 	u, ok := b.(UnreadyFirstScaler)
 	return ok && u.ScaleDownRemovesUnreadyFirst()
 }
+
+// GangLeaders is implemented by a backend whose replicas can be gangs of several pods
+// of which only the leader runs the replica's Dynamo runtime, the one pod Dynamo's
+// discovery must find for the replica to be routed to (DYNAMO.md: worker pods of a
+// gang start no runtime; Dynamo's discovery Service selects only leaders on LWS).
+type GangLeaders interface {
+	// Leader reports whether a pod with these labels is its replica's leader (a pod of
+	// a single-node replica is its own).
+	Leader(podLabels map[string]string) bool
+}
+
+// RunsRuntime reports whether a pod of b with these labels runs its replica's Dynamo
+// runtime: every pod, but a gang's non-leaders.
+func RunsRuntime(b Backend, podLabels map[string]string) bool {
+	g, ok := b.(GangLeaders)
+	return !ok || g.Leader(podLabels)
+}
+
+// SubdomainReleaser is implemented by a backend whose workload controller creates a
+// headless Service under the workload's own name only when none exists, and looks
+// again only on an event of the workload (LWS: reconcileHeadlessServices). An operator
+// before issue 22 could have taken that name for a discovery Service; once the
+// controller deletes that Service, ReleaseSubdomain gives the workload's controller the
+// event it needs to create its own.
+type SubdomainReleaser interface {
+	ReleaseSubdomain(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, workload string) error
+}

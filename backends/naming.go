@@ -3,6 +3,7 @@ package backends
 import (
 	"fmt"
 	"hash/fnv"
+	"strconv"
 	"strings"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -20,10 +21,113 @@ func WorkloadName(dgd, service, hash string) string {
 	return capName(sanitize(dgd+"-"+service), hash)
 }
 
-// GroupName is `{dgd}-{hash}` (a Grove PodCliqueSet holding one worker revision), or
-// `{dgd}` for the stable group, under the same rules as WorkloadName.
+// GroupName is `{dgd}-{hash}`, under the same rules as WorkloadName: the name Grove
+// PodCliqueSets had before PodCliqueSetName (a revision's `{dgd}-{worker hash}`, a
+// stable template's `{dgd}-{stable hash}`). Objects of that name are still found and
+// understood; new ones are named by PodCliqueSetName.
 func GroupName(dgd, hash string) string {
 	return capName(sanitize(dgd), hash)
+}
+
+// Name shapes, and why no Service of ours can ever take a name LeaderWorkerSet or
+// Grove creates a Service under, for any DGD and service names.
+//
+// LWS v0.9.0 (subdomainPolicy Shared, which every LeaderWorkerSet of ours sets) creates
+// one headless Service named exactly like the LeaderWorkerSet, unless a Service of that
+// name exists (pkg/controllers/leaderworkerset_controller.go reconcileHeadlessServices,
+// pkg/utils/controller/controller_utils.go CreateHeadlessServiceIfNotExists). Grove
+// (operator/v0.1.0-alpha.12-rc1) creates or patches one headless Service per
+// PodCliqueSet replica, `<pcs>-<replica>` (api/common/namegen.go
+// GenerateHeadlessServiceName; internal/controller/podcliqueset/components/service),
+// and ours have one replica: `<pcs>-0`. Every name below is sanitized and capped by
+// capName, which keeps its final dash-separated segment whole, so the final segment
+// ("last segment") tells the shapes apart:
+//
+//	LeaderWorkerSet of a worker revision    WorkloadName(dgd, svc, hash)  last segment: the worker hash (8 lowercase hex)
+//	LeaderWorkerSet of a stable service     GangSetName(dgd, svc, "")     last segment: "lws"
+//	Grove's headless Service                <PodCliqueSetName(...)>-0     last segment: "0"
+//	our discovery Service of a revision     DiscoveryServiceName(...)     last segment: "discovery"
+//
+// Four distinct last segments (a hash is hex, and none of "lws", "0", "discovery" is 8
+// hex characters), so these four sets of names are pairwise disjoint: no discovery
+// Service of ours is ever named like a Service LWS or Grove creates, whatever the DGD
+// and service names (digits only, "--" inside, long enough to be capped), and LWS and
+// Grove never compete for one Service name either. backends/naming_test.go proves it
+// over generated names.
+//
+// The one Service of ours whose name is not generated is a stable component's
+// `{dgd}-{service}` (render.ServiceName), Dynamo's own name that users and Ingresses
+// address (GenerateComponentService). A service may be named anything, so that name can
+// equal any other: a service named `x-1a2b3c4d` beside a worker `x` whose revision hash
+// is 1a2b3c4d, or a service of DGD `a` named `b-0` beside DGD `a-b` on Grove. No naming
+// scheme that keeps Dynamo's `{dgd}-{service}` can exclude that, for any generated name
+// is `{dgd}-{something}`. The Grove backend picks PodCliqueSet names whose headless
+// Service is none of the DGD's own or any cached Service of ours, and whatever is left
+// (a name chosen to collide) is never taken silently: the operator reports a Service it
+// needs but does not own (controllers, ReasonNameConflict) and touches nothing that runs.
+
+// DiscoverySuffix ends the name of every worker revision's discovery Service.
+const DiscoverySuffix = "discovery"
+
+// StableGangSuffix ends the name of a stable (non-worker) service's LeaderWorkerSet.
+const StableGangSuffix = "lws"
+
+// DiscoveryServiceName is the headless Service of a worker revision that Dynamo's
+// discovery reads the EndpointSlices of: `{dgd}-{service}-{hash}-discovery`, capped as
+// WorkloadName caps (the hash and the suffix are always kept). Nothing addresses it by
+// name. It was `{dgd}-{service}-{hash}` before, the name of the revision's
+// LeaderWorkerSet and so of the headless Service LWS creates for its gangs' DNS.
+func DiscoveryServiceName(dgd, service, hash string) string {
+	return capName(sanitize(dgd+"-"+service), hash+"-"+DiscoverySuffix)
+}
+
+// GangSetName is the LeaderWorkerSet of (service, hash): WorkloadName for a worker
+// revision, and `{dgd}-{service}-lws` for a stable service, whose own Service
+// `{dgd}-{service}` LWS's headless Service would otherwise take (Dynamo names its
+// LeaderWorkerSets `<component>-0` for the same reason: dynamocomponentdeployment_
+// controller.go leaderWorkerSetName).
+func GangSetName(dgd, service, hash string) string {
+	if hash == "" {
+		return capName(sanitize(dgd+"-"+service), StableGangSuffix)
+	}
+	return WorkloadName(dgd, service, hash)
+}
+
+// PodCliqueSetName is candidate k of a DGD's PodCliqueSet names, at most max characters
+// long: `{dgd}` for k = 0, `{dgd}-{k}` for the others, and when that is longer than max,
+// `{dgd}` cut short so that `-{k}` fits. It reports false when no such name fits (max
+// leaves no character of the DGD's name). Which candidate a PodCliqueSet takes is the
+// Grove backend's choice (the first free one); its identity is in its labels.
+//
+// Why this shape: Grove names every pod after its PodCliqueSet, scaling group and
+// clique, and refuses a PodCliqueSet whose three names add up to more than 45
+// characters (validation/podcliqueset.go validatePodNameConstraints). Dynamo names its
+// one PodCliqueSet after the DGD alone, so a DGD deploys on Dynamo's Grove path when
+// len(dgd) + len(group) + len(clique) <= 45. Revisions side by side need distinct names
+// only among the PodCliqueSets alive at once: the first takes `{dgd}` and costs nothing
+// over Dynamo; the next ones cost 2 characters (`-1` ... `-9`, 3 from `-10`), and where
+// those do not fit, the DGD's name gives up its last characters instead, so every
+// PodCliqueSet of a DGD that Dynamo accepts fits Grove's limit, as long as the limit
+// leaves it 3 characters (`x-1`): only a DGD of 1 or 2 characters whose service names
+// fill Grove's limit has room for no second one (the Grove backend then reports
+// InvalidSpec when a second revision is due). The worked case of
+// issue 22: DGD `vg` with the multinode worker VllmPrefillWorker is 2 + 17 + 21 = 40
+// characters in slot 0 and 42 in slots 1-9, where `{dgd}-{8-character hash}` made 49.
+func PodCliqueSetName(dgd string, k, max int) (string, bool) {
+	base := sanitize(dgd)
+	if k == 0 {
+		return base, base != "" && len(base) <= max
+	}
+	suffix := "-" + strconv.Itoa(k)
+	if len(base)+len(suffix) <= max {
+		return base + suffix, base != ""
+	}
+	keep := max - len(suffix)
+	if keep < 1 || keep > len(base) {
+		return "", false
+	}
+	cut := strings.TrimRight(base[:keep], "-")
+	return cut + suffix, cut != ""
 }
 
 func capName(base, hash string) string {

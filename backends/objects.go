@@ -45,3 +45,43 @@ func DeleteObject(ctx context.Context, c client.Client, obj client.Object, kind 
 	}
 	return nil
 }
+
+// NameConflictError is an object the DGD needs that exists under the name it needs but
+// is not the DGD's: another controller or a person made it (or another DGD whose
+// names collide with this one's). The operator never adopts, changes or deletes it and
+// never counts it as created; it reports it (the controller's NameConflict condition
+// and Warning Event) and checks again later.
+type NameConflictError struct {
+	Kind, Namespace, Name string
+	// Owner describes the object's controller ("" when it has none).
+	Owner string
+	// DGD is the graph that needs the name.
+	DGD string
+}
+
+func (e *NameConflictError) Error() string {
+	owner := "has no controller"
+	if e.Owner != "" {
+		owner = "is controlled by " + e.Owner
+	}
+	return fmt.Sprintf("%s %s/%s exists and %s, not by DynamoGraphDeployment %s: the operator needs that name and leaves the object alone; delete or rename it",
+		e.Kind, e.Namespace, e.Name, owner, e.DGD)
+}
+
+// NotControlled is the NameConflictError of have (of kind), which owner needs.
+func NotControlled(kind string, have, owner metav1.Object) *NameConflictError {
+	e := &NameConflictError{Kind: kind, Namespace: have.GetNamespace(), Name: have.GetName(), DGD: owner.GetName()}
+	if ref := metav1.GetControllerOf(have); ref != nil {
+		e.Owner = ref.Kind + " " + ref.Name
+	}
+	return e
+}
+
+// SpecError is a problem with the DGD's spec that a backend finds only when it acts
+// (Grove: no PodCliqueSet name left that fits its limit): no retry fixes it, and the
+// controller reports it as InvalidSpec.
+type SpecError struct{ Err error }
+
+func (e *SpecError) Error() string { return e.Err.Error() }
+
+func (e *SpecError) Unwrap() error { return e.Err }

@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,8 +99,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	p := &pass{r: r, dgd: &dgd, goalDGD: &dgd, old: dgd.Status.DeepCopy(), now: r.now()}
 	err := p.sync(ctx)
 	var invalid *invalidSpecError
-	if errors.As(err, &invalid) {
+	var taken *backends.NameConflictError
+	var specErr *backends.SpecError
+	switch {
+	case errors.As(err, &invalid):
 		p.markInvalid(invalid)
+		err = nil
+	case errors.As(err, &specErr):
+		p.markInvalid(&invalidSpecError{msg: specErr.Error()})
+		err = nil
+	case errors.As(err, &taken): // a workload's name is someone else's: nothing of it is touched
+		p.conflict(taken)
+		p.markStopped(v1alpha1.ReasonNameConflict, &invalidSpecError{msg: strings.Join(p.conflicts, "; ")})
 		err = nil
 	}
 	// A pass whose sync failed part-way writes no status: what it observed or planned is
@@ -171,7 +182,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	// So are its ControllerRevisions (revisions.NewHistory lists them by graph).
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
-	for _, obj := range []client.Object{pod, &appsv1.ControllerRevision{}} {
+	for _, obj := range []client.Object{pod, &appsv1.ControllerRevision{}, &discoveryv1.EndpointSlice{}} {
 		if err := backends.IndexGraph(ctx, mgr.GetFieldIndexer(), obj); err != nil {
 			return err
 		}
@@ -210,6 +221,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			}
 		}
 	}
+	// A discovery EndpointSlice's change is a readiness change (controllers/discovery.go):
+	// it carries its Service's graph label.
+	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(podToDGD))
 	// Pods are watched and listed as metadata only: the controller reads their labels,
 	// and a full pod of a Dynamo component (env, probes, volumes) is kilobytes.
 	b = b.WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),

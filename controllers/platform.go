@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
@@ -121,11 +122,24 @@ func (p *pass) sshKey(ctx context.Context) error {
 }
 
 // syncServices keeps a Service per component that gets one (render.WantsService): a
-// stable service's for as long as the service exists, a worker revision's for as long
-// as the revision has workloads (this pass's result), selecting only leaders on a
-// LeaderWorkerSet; and an Ingress per service that enables one. Others of the DGD go.
+// stable service's `{dgd}-{service}` for as long as the service exists, a worker
+// revision's discovery Service (backends.DiscoveryServiceName, never a name LWS or
+// Grove creates a Service under) for as long as the revision has workloads (this
+// pass's result), selecting only leaders on a LeaderWorkerSet; and an Ingress per
+// service that enables one. Others of the DGD go; a revision's discovery Service under
+// its name of before (its LeaderWorkerSet's) only once the new one publishes as many
+// ready endpoints. Two wanted objects of one name (a service named like another's
+// generated name) are a name conflict, never one silently replacing the other.
 func (p *pass) syncServices(ctx context.Context) error {
 	want := map[string]client.Object{}
+	add := func(key string, o client.Object) {
+		if _, dup := want[key]; dup {
+			p.conflict(&backends.NameConflictError{Kind: p.kindOf(o), Namespace: o.GetNamespace(), Name: o.GetName(),
+				Owner: "another object this DynamoGraphDeployment needs under the same name", DGD: p.dgd.Name})
+			return
+		}
+		want[key] = o
+	}
 	for _, name := range p.dgd.ServiceNames() {
 		svc := p.dgd.Spec.Services[name]
 		if svc.IsWorker() {
@@ -134,12 +148,13 @@ func (p *pass) syncServices(ctx context.Context) error {
 		c := render.Component{DGD: p.dgd, Name: name, Spec: svc, Config: p.r.Platform}
 		sname := render.ServiceName(p.dgd.Name, name, "", backends.WorkloadName)
 		if c.WantsService() {
-			want["Service/"+sname] = c.Service(sname, false)
+			add("Service/"+sname, c.Service(sname, false))
 		}
 		if ing := c.Ingress(sname, sname); ing != nil {
-			want["Ingress/"+sname] = ing
+			add("Ingress/"+sname, ing)
 		}
 	}
+	legacy := map[string]string{} // discovery Service name of before -> now
 	for _, w := range p.result {
 		if w.Hash == "" || w.Terminating {
 			continue
@@ -152,8 +167,9 @@ func (p *pass) syncServices(ctx context.Context) error {
 		if !c.WantsService() {
 			continue
 		}
-		sname := render.ServiceName(p.dgd.Name, w.Service, w.Hash, backends.WorkloadName)
-		want["Service/"+sname] = c.Service(sname, w.Kind == "LeaderWorkerSet" && spec.IsMultinode())
+		sname := backends.DiscoveryServiceName(p.dgd.Name, w.Service, w.Hash)
+		add("Service/"+sname, c.Service(sname, w.Kind == "LeaderWorkerSet" && spec.IsMultinode()))
+		legacy[render.ServiceName(p.dgd.Name, w.Service, w.Hash, backends.WorkloadName)] = sname
 	}
 	keys := make([]string, 0, len(want))
 	for k := range want {
@@ -172,7 +188,7 @@ func (p *pass) syncServices(ctx context.Context) error {
 			}
 		}
 	}
-	return p.pruneServices(ctx, want)
+	return p.pruneServices(ctx, want, legacy)
 }
 
 // templateOf is a worker service's template at a revision: the spec's for the update
@@ -187,8 +203,10 @@ func (p *pass) templateOf(service, hash string) *v1alpha1.DynamoComponentDeploym
 	return p.dgd.Spec.Services[service]
 }
 
-// pruneServices deletes the DGD's Services and Ingresses that are not wanted.
-func (p *pass) pruneServices(ctx context.Context, want map[string]client.Object) error {
+// pruneServices deletes the DGD's Services and Ingresses that are not wanted, but a
+// revision's discovery Service named as before (legacy: old name -> new) while its
+// replacement publishes fewer ready endpoints.
+func (p *pass) pruneServices(ctx context.Context, want map[string]client.Object, legacy map[string]string) error {
 	var svcs corev1.ServiceList
 	if err := backends.ListControlled(ctx, p.r.Client, &svcs, p.dgd); err != nil {
 		return fmt.Errorf("listing Services of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
@@ -197,11 +215,20 @@ func (p *pass) pruneServices(ctx context.Context, want map[string]client.Object)
 	if err := backends.ListControlled(ctx, p.r.Client, &ings, p.dgd); err != nil {
 		return fmt.Errorf("listing Ingresses of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
+	byName := map[string]*corev1.Service{}
+	for i := range svcs.Items {
+		byName[svcs.Items[i].Name] = &svcs.Items[i]
+	}
 	var doomed []client.Object
 	for i := range svcs.Items {
-		if _, ok := want["Service/"+svcs.Items[i].Name]; !ok && metav1.IsControlledBy(&svcs.Items[i], p.dgd) {
-			doomed = append(doomed, &svcs.Items[i])
+		name := svcs.Items[i].Name
+		if _, ok := want["Service/"+name]; ok || !metav1.IsControlledBy(&svcs.Items[i], p.dgd) {
+			continue
 		}
+		if now, ok := legacy[name]; ok && p.r.Platform.KubernetesDiscovery(p.dgd) && !p.routableAsBefore(byName[now], &svcs.Items[i]) {
+			continue
+		}
+		doomed = append(doomed, &svcs.Items[i])
 	}
 	for i := range ings.Items {
 		if _, ok := want["Ingress/"+ings.Items[i].Name]; !ok && metav1.IsControlledBy(&ings.Items[i], p.dgd) {
@@ -213,6 +240,20 @@ func (p *pass) pruneServices(ctx context.Context, want map[string]client.Object)
 			return err
 		}
 		p.objects = append(p.objects, fmt.Sprintf("deleted %s %s", p.kindOf(o), o.GetName()))
+		if err := p.releaseSubdomain(ctx, o.GetName()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// releaseSubdomain tells the controller of the DGD's workload named name, if any, that
+// the Service of that name (ours, deleted) is gone, so it creates its own.
+func (p *pass) releaseSubdomain(ctx context.Context, name string) error {
+	for _, w := range p.workloads {
+		if r, ok := w.backend.(backends.SubdomainReleaser); ok && w.Name == name && !w.Terminating {
+			return r.ReleaseSubdomain(ctx, p.dgd, name)
+		}
 	}
 	return nil
 }
@@ -240,7 +281,9 @@ func (p *pass) apply(ctx context.Context, want client.Object, controller bool, s
 	kind := p.kindOf(want)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := p.r.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := p.r.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			return p.alreadyExists(ctx, want, controller, kind)
+		} else if err != nil {
 			return fmt.Errorf("creating %s %s/%s: %w", kind, want.GetNamespace(), want.GetName(), err)
 		}
 		p.objects = append(p.objects, fmt.Sprintf("created %s %s", kind, want.GetName()))
@@ -248,7 +291,8 @@ func (p *pass) apply(ctx context.Context, want client.Object, controller bool, s
 	case err != nil:
 		return fmt.Errorf("getting %s %s/%s: %w", kind, want.GetNamespace(), want.GetName(), err)
 	case controller && !metav1.IsControlledBy(have, p.dgd):
-		return &invalidSpecError{msg: fmt.Sprintf("%s %s/%s exists and is not controlled by DynamoGraphDeployment %s", kind, have.GetNamespace(), have.GetName(), p.dgd.Name)}
+		p.conflict(backends.NotControlled(kind, have, p.dgd))
+		return nil
 	}
 	owned := hasOwner(have, p.dgd)
 	if same(have, want) && owned {
@@ -263,6 +307,38 @@ func (p *pass) apply(ctx context.Context, want client.Object, controller bool, s
 	}
 	return nil
 }
+
+// alreadyExists judges a create of want that the API server refused with
+// AlreadyExists while the cache showed no such object: it is never taken as success
+// unread. The object is read from the API server: the DGD's own (an earlier pass's
+// create the cache does not show yet) is fine, as is any object the DGD is only one of
+// the owners of (the next pass adds it); someone else's is a name conflict, reported
+// and left alone (issue 22: LWS's headless Service taken as our discovery Service).
+func (p *pass) alreadyExists(ctx context.Context, want client.Object, controller bool, kind string) error {
+	if p.r.APIReader == nil {
+		return fmt.Errorf("creating %s %s/%s: it exists, and the cache does not show it yet", kind, want.GetNamespace(), want.GetName())
+	}
+	have := want.DeepCopyObject().(client.Object)
+	if err := p.r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
+		return fmt.Errorf("creating %s %s/%s: it exists, but reading it: %w", kind, want.GetNamespace(), want.GetName(), err)
+	}
+	if controller && !metav1.IsControlledBy(have, p.dgd) {
+		p.conflict(backends.NotControlled(kind, have, p.dgd))
+	}
+	return nil
+}
+
+// conflict records an object the DGD needs that is someone else's: the pass goes on
+// without it (nothing is adopted, changed or deleted), and its status says so
+// (fillConditions: Ready False, Stalled True, reason NameConflict).
+func (p *pass) conflict(e *backends.NameConflictError) {
+	p.conflicts = append(p.conflicts, e.Error())
+	p.requeueIn(conflictRecheck)
+}
+
+// conflictRecheck is how often a DGD with a name conflict looks again: the object in
+// its way is none of its own, so no event of its watches says when it is gone.
+const conflictRecheck = 30 * time.Second
 
 // disown removes the DGD from o's owners (the object goes with its last owner).
 func (p *pass) disown(ctx context.Context, o client.Object) error {

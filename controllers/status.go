@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -167,6 +168,16 @@ func (p *pass) fillConditions(st *v1alpha1.DynamoGraphDeploymentStatus) {
 	}
 	held := ru.Phase == v1alpha1.RolloutPaused // partitioned or paused on purpose
 	running, updated := p.allReady(st, false), p.allReady(st, true)
+	if len(p.conflicts) > 0 {
+		msg := strings.Join(p.conflicts, "; ")
+		if old := meta.FindStatusCondition(p.old.Conditions, v1alpha1.ConditionReady); old == nil || old.Reason != v1alpha1.ReasonNameConflict || old.Message != msg {
+			p.event("Warning", v1alpha1.EventNameConflict, msg)
+		}
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNameConflict, msg)
+		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonNameConflict, msg)
+		set(v1alpha1.ConditionStalled, metav1.ConditionTrue, v1alpha1.ReasonNameConflict, msg)
+		return
+	}
 	switch {
 	case ru.Phase == v1alpha1.RolloutAborted:
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ru.Reason, fmt.Sprintf("%s replicas ready; rollout aborted: %s", st.Ready, ru.Message))
@@ -245,7 +256,13 @@ func (p *pass) allReady(st *v1alpha1.DynamoGraphDeploymentStatus, onUpdate bool)
 }
 
 // markInvalid reports a spec no retry can fix: Ready False, a warning Event.
-func (p *pass) markInvalid(e *invalidSpecError) {
+func (p *pass) markInvalid(e *invalidSpecError) { p.markStopped(v1alpha1.ReasonInvalidSpec, e) }
+
+// markStopped reports a pass that stopped before it could observe and plan the whole
+// DGD (an invalid spec, a workload name someone else holds): Ready False and Stalled
+// True with reason and e's message, and a Warning Event of that reason when it is new.
+// The status keeps its counts from the last whole pass.
+func (p *pass) markStopped(reason string, e *invalidSpecError) {
 	p.invalid = e
 	st := &p.dgd.Status
 	for _, c := range []struct {
@@ -253,10 +270,11 @@ func (p *pass) markInvalid(e *invalidSpecError) {
 		s metav1.ConditionStatus
 	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, metav1.ConditionTrue}, {v1alpha1.ConditionReconciling, metav1.ConditionFalse}} {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.t, Status: c.s,
-			Reason: v1alpha1.ReasonInvalidSpec, Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
+			Reason: reason, Message: e.msg, ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now)})
 	}
-	if p.old.ObservedGeneration != p.dgd.Generation || !meta.IsStatusConditionPresentAndEqual(p.old.Conditions, v1alpha1.ConditionReady, metav1.ConditionFalse) {
-		p.event("Warning", v1alpha1.EventInvalidSpec, e.msg)
+	old := meta.FindStatusCondition(p.old.Conditions, v1alpha1.ConditionReady)
+	if p.old.ObservedGeneration != p.dgd.Generation || old == nil || old.Status != metav1.ConditionFalse || old.Reason != reason || old.Message != e.msg {
+		p.event("Warning", reason, e.msg)
 	}
 }
 

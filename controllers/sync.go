@@ -34,6 +34,8 @@ type pass struct {
 
 	backendOf map[string]backends.Backend // service -> backend
 	workloads []observed
+	pods      []podMeta // the DGD's pods (countPods)
+	disc      discovery // what Dynamo's discovery shows of them (observeDiscovery)
 	revs      revisions.Result
 	revNumber map[string]int64 // worker hash -> ControllerRevision number
 	plan      planner.Plan
@@ -45,7 +47,10 @@ type pass struct {
 	// unschedulable: per service, its pods the scheduler cannot place (findUnschedulable).
 	unschedulable map[string]string
 	invalid       *invalidSpecError
-	requeueAfter  time.Duration // the soonest pass any part of this one asked for (requeueIn)
+	// conflicts are the objects the DGD needs that exist under their names but are
+	// someone else's (backends.NameConflictError), each one's message.
+	conflicts    []string
+	requeueAfter time.Duration // the soonest pass any part of this one asked for (requeueIn)
 	// waitingForCache: the cache does not yet show the operator's last write; this pass
 	// acts on nothing and writes no status.
 	waitingForCache bool
@@ -224,7 +229,7 @@ func (p *pass) observe(ctx context.Context) error {
 	}
 	p.workloads = append(p.workloads, p.podsWithoutWorkload(pods, seen)...)
 	sort.Slice(p.workloads, func(i, j int) bool { return p.workloads[i].Name < p.workloads[j].Name })
-	return nil
+	return p.observeDiscovery(ctx)
 }
 
 // podsWithoutWorkload stands in for worker workloads that are gone while their pods
@@ -252,6 +257,7 @@ func (p *pass) countPods(ctx context.Context) (map[backends.Key]int32, error) {
 	if err := backends.ListGraph(ctx, p.r.Client, &pods, p.dgd.Namespace, p.dgd.Name); err != nil {
 		return nil, fmt.Errorf("listing pods of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
+	p.pods = pods.Items
 	n := map[backends.Key]int32{}
 	for i := range pods.Items {
 		l := pods.Items[i].Labels

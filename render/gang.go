@@ -101,6 +101,21 @@ func (Grove) NeedsDNSWait() bool { return false }
 // RoleLabels implements Gang.
 func (Grove) RoleLabels() bool { return false }
 
+// LabelGrovePCSGPodIndex is the group-wide pod index Grove puts on every pod of a
+// scaling group replica, its cliques flattened in cliqueNames order (ours: `-ldr`, then
+// `-wkr`), so it is the gang rank: 0 on the leader, 1..nodeCount-1 on the workers. It is
+// what Dynamo 1.6 reads DYNAMO_RANK from on Grove (GROVE_PCSG_POD_INDEX, Dynamo's
+// multinode guide "Portable Topology Environment Variables": Grove v0.1.0-alpha.14-rc1
+// or later; grove#755).
+const LabelGrovePCSGPodIndex = "grove.io/podcliquescalinggroup-pod-index"
+
+// aliases: DYNAMO_LEADER_ADDRESS from the group's name and replica index (Grove's own
+// labels, read through the downward API: Grove up to v0.1.0-alpha.12 appends its GROVE_*
+// variables after ours, so ours cannot reference them), and DYNAMO_RANK: "0" on the
+// leader; on a worker, Grove's group-wide pod index as Dynamo 1.6 renders it, and, for
+// Grove releases that do not label pods with it yet (v0.1.0-alpha.12, which this
+// operator is tested against), exported by the worker's shell from its clique index,
+// which always holds (the export runs before the runtime starts).
 func (g Grove) aliases(role Role) ([]corev1.EnvVar, string) {
 	env := []corev1.EnvVar{
 		{Name: envGrovePCSGName, ValueFrom: labelField("grove.io/podcliquescalinggroup")},
@@ -111,6 +126,7 @@ func (g Grove) aliases(role Role) ([]corev1.EnvVar, string) {
 	if role == RoleLeader {
 		return append(env, corev1.EnvVar{Name: EnvDynamoRank, Value: "0"}), ""
 	}
+	env = append(env, corev1.EnvVar{Name: EnvDynamoRank, ValueFrom: labelField(LabelGrovePCSGPodIndex)})
 	return env, fmt.Sprintf("export %s=$((GROVE_PCLQ_POD_INDEX + 1)); ", EnvDynamoRank)
 }
 

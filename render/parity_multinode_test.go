@@ -18,7 +18,8 @@ import (
 // data parallel), §4 (SGLang), §5 (TRT-LLM, exact strings as in Dynamo's
 // backend_trtllm.go), §2 (leader address and rank per gang), plus the portable aliases
 // DYNAMO_LEADER_ADDRESS / DYNAMO_RANK (LWS: env; Grove: env from Grove's labels, leader
-// rank "0", worker rank exported in its shell command).
+// rank "0", worker rank Grove's group-wide pod index, and exported in its shell command
+// from the clique index for Grove releases without that index).
 
 const (
 	leaderLWS = "$(LWS_LEADER_ADDRESS)"
@@ -136,15 +137,15 @@ func runMultinode(t *testing.T, cases []mnCase) {
 			if tc.grove {
 				wantLeader, wantRank = groveAlias(group), "0"
 				if tc.role == render.RoleWorker {
-					wantRank = "<none>"
+					// Grove's group-wide pod index (Dynamo 1.6 on Grove >= alpha.14); the
+					// shell also exports it from the clique index (rankExport).
+					wantRank = "{label:grove.io/podcliquescalinggroup-pod-index}"
 				}
 			}
 			if v, _ := resolve(m.Env, "DYNAMO_LEADER_ADDRESS"); v != wantLeader {
 				t.Errorf("DYNAMO_LEADER_ADDRESS resolves to %q, want %q", v, wantLeader)
 			}
-			if v, ok := resolve(m.Env, "DYNAMO_RANK"); wantRank == "<none>" && ok {
-				t.Errorf("DYNAMO_RANK = %q in env, want it exported by the shell command", v)
-			} else if wantRank != "<none>" && v != wantRank {
+			if v, _ := resolve(m.Env, "DYNAMO_RANK"); v != wantRank {
 				t.Errorf("DYNAMO_RANK = %q, want %q", v, wantRank)
 			}
 			diff(t, "initContainers", tc.init, p.Spec.InitContainers)

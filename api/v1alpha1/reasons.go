@@ -16,6 +16,11 @@ const (
 	ReasonProgressDeadlineExceeded = "ProgressDeadlineExceeded"
 	// ReasonInvalidSpec: a spec no retry can fix (Ready False).
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonNameConflict: an object the DGD needs (a workload, Service, Ingress,
+	// ServiceAccount, Role, RoleBinding or ConfigMap) exists under the name it needs but
+	// is not the DGD's. The operator leaves it alone and never counts it as created:
+	// Ready False and Stalled True name the object until it is gone or renamed.
+	ReasonNameConflict = "NameConflict"
 	// ReasonAnalysisRunning: an analysis step measures its metrics (phase Paused).
 	ReasonAnalysisRunning = "AnalysisRunning"
 	// ReasonAnalysisInconclusive: an analysis step could not decide (inconclusive
@@ -63,6 +68,9 @@ const (
 	EventRolloutBlocked           = ReasonRolloutBlocked
 	EventProgressDeadlineExceeded = ReasonProgressDeadlineExceeded
 	EventInvalidSpec              = ReasonInvalidSpec
+	// EventNameConflict (Warning): an object the DGD needs is someone else's (its kind,
+	// name and controller).
+	EventNameConflict = ReasonNameConflict
 	// EventPodsUnschedulable (Warning): a service's pods the scheduler cannot place,
 	// with its reason (status.services[].message says the same).
 	EventPodsUnschedulable = "PodsUnschedulable"

@@ -91,7 +91,7 @@ func (b *Backend) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploy
 		return fmt.Errorf("getting Deployment %s/%s: %w", want.Namespace, want.Name, err)
 	}
 	if !metav1.IsControlledBy(&have, dgd) {
-		return fmt.Errorf("Deployment %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
+		return backends.NotControlled(Kind, &have, dgd)
 	}
 	if sw.Hash != "" {
 		return nil // a worker revision's template never changes; Scale moves replicas

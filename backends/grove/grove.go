@@ -1,6 +1,7 @@
-// Package grove is the Grove backend: one PodCliqueSet per worker revision
-// (`{dgd}-{hash}`, replicas 1) holding that revision's worker services, and one
-// PodCliqueSet per stable service and template (`{dgd}-{stable hash}`). A single-node
+// Package grove is the Grove backend: one PodCliqueSet per worker revision (replicas 1)
+// holding that revision's worker services, and one PodCliqueSet per stable service and
+// template, named `{dgd}`, `{dgd}-1`, `{dgd}-2`... by the first free name (names.go);
+// what each holds is in its labels. A single-node
 // service is a standalone PodClique; a multinode service is a PodCliqueScalingGroup of
 // a leader clique (1 pod) and a worker clique (nodeCount-1 pods), so one PCSG replica
 // is one gang.
@@ -27,7 +28,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 
+	apicommon "github.com/ai-dynamo/grove/operator/api/common"
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -56,6 +60,8 @@ type Backend struct {
 	Scheme *runtime.Scheme
 	// Config is the platform every pod is rendered for.
 	Config renderpkg.Config
+	// picked holds names picked for PodCliqueSets the cache does not show yet.
+	picked picks
 }
 
 var (
@@ -92,30 +98,46 @@ func (b *Backend) HoldsPools() bool { return true }
 
 // Name implements backends.Backend: `<pcs>-0-<clique>` or `<pcs>-0-<group>`, Grove's
 // names for the objects of the PodCliqueSet's replica 0, where the PodCliqueSet is the
-// revision's, or for a stable service the one of its current template.
+// revision's, or for a stable service the one of its current template (the name it
+// has, or will be created with).
 func (b *Backend) Name(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
 	svc := dgd.Spec.Services[key.Service]
 	if svc == nil {
 		svc = &v1alpha1.DynamoComponentDeploymentSharedSpec{}
 	}
-	return objectName(b.pcsName(dgd, key), placementOf(svc, key.Service))
-}
-
-// pcsName is the PodCliqueSet holding key under the current spec: the revision's, or
-// for a stable service the one named by its current template's hash.
-func (b *Backend) pcsName(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
-	if key.Hash != "" {
-		return backends.GroupName(dgd.Name, key.Hash)
-	}
-	svc := dgd.Spec.Services[key.Service]
-	if svc == nil {
-		return ""
-	}
-	pcs, err := renderStable(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()}, b.Config)
+	pcs, err := b.pcsName(context.Background(), dgd, key)
 	if err != nil {
 		return ""
 	}
-	return pcs.Name
+	return objectName(pcs, placementOf(svc, key.Service))
+}
+
+// pcsName is the PodCliqueSet holding key under the current spec: the revision's, or
+// for a stable service the one of its current template; found by its labels, or the
+// name it will be created with.
+func (b *Backend) pcsName(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) (string, error) {
+	if key.Hash != "" {
+		return b.nameFor(ctx, dgd, workerID(key.Hash), 0, b.workerRoom(dgd))
+	}
+	svc := dgd.Spec.Services[key.Service]
+	if svc == nil {
+		return "", fmt.Errorf("no service %s", key.Service)
+	}
+	places, h, err := stableTemplate(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()}, b.Config)
+	if err != nil {
+		return "", err
+	}
+	return b.nameFor(ctx, dgd, stableID(key.Service, h), 1, room(places))
+}
+
+// workerRoom is how long the name of a PodCliqueSet holding every worker service of
+// dgd may be.
+func (b *Backend) workerRoom(dgd *v1alpha1.DynamoGraphDeployment) int {
+	places := map[string]placement{}
+	for _, name := range dgd.WorkerServiceNames() {
+		places[name] = placementOf(dgd.Spec.Services[name], name)
+	}
+	return room(places)
 }
 
 func objectName(pcs string, pl placement) string {
@@ -131,19 +153,27 @@ func objectName(pcs string, pl placement) string {
 // subresource.
 func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
 	if pool.Hash != "" {
-		want, err := render(dgd, pool, b.Config)
+		name, err := b.pcsName(ctx, dgd, backends.Key{Hash: pool.Hash})
 		if err != nil {
 			return err
 		}
-		_, err = b.create(ctx, dgd, want)
+		want, err := render(dgd, pool, name, b.Config)
+		if err != nil {
+			return err
+		}
+		_, err = b.create(ctx, dgd, want, workerID(pool.Hash))
 		return err
 	}
 	for _, sw := range pool.Services {
-		want, err := renderStable(dgd, sw, b.Config)
+		name, err := b.pcsName(ctx, dgd, sw.Key)
 		if err != nil {
 			return err
 		}
-		created, err := b.create(ctx, dgd, want)
+		want, err := renderStable(dgd, sw, name, b.Config)
+		if err != nil {
+			return err
+		}
+		created, err := b.create(ctx, dgd, want, stableID(sw.Service, want.Labels[LabelStableHash]))
 		if err != nil || created {
 			return err
 		}
@@ -154,9 +184,13 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	return nil
 }
 
-// create creates want unless a PodCliqueSet of its name exists, and reports whether
-// it did. An existing one must be the DGD's.
-func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet) (bool, error) {
+// create creates want (holding id) unless a PodCliqueSet of its name exists, and
+// reports whether it did. The name was free when it was picked; one found taken since
+// (another DGD's, or ours holding something else) is given up, and the next pass picks
+// another. AlreadyExists counts as success (backends.Backend): the object is ours,
+// created by an earlier pass the cache does not show yet, or someone else's, which the
+// next pass sees in the cache and gives the name up for; the pick is kept until then.
+func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet, id string) (bool, error) {
 	if err := controllerutil.SetControllerReference(dgd, want, b.Scheme); err != nil {
 		return false, err
 	}
@@ -164,14 +198,17 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	err := b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			return false, nil
+		} else if err != nil {
 			return false, fmt.Errorf("creating PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		return true, nil
 	case err != nil:
 		return false, fmt.Errorf("getting PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
-	case !metav1.IsControlledBy(&have, dgd):
-		return false, fmt.Errorf("PodCliqueSet %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
+	case !metav1.IsControlledBy(&have, dgd) || identity(dgd, &have) != id:
+		b.picked.forget(dgd.UID, id)
+		return false, fmt.Errorf("PodCliqueSet %s/%s was taken meanwhile (not this revision's or template's): the next pass picks another name", have.Namespace, have.Name)
 	}
 	return false, nil
 }
@@ -230,7 +267,8 @@ func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 }
 
 // stableOutdated reports whether a stable PodCliqueSet is not the one the spec renders
-// now for the service it holds.
+// now for the service it holds: another template (stable hash), or a service that is
+// gone or a worker now.
 func (b *Backend) stableOutdated(dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) bool {
 	places := placements(pcs)
 	if len(places) != 1 {
@@ -241,7 +279,8 @@ func (b *Backend) stableOutdated(dgd *v1alpha1.DynamoGraphDeployment, pcs *grove
 		if svc == nil || svc.IsWorker() {
 			return true
 		}
-		return b.pcsName(dgd, backends.Key{Service: service}) != pcs.Name
+		_, h, err := stableTemplate(dgd, backends.ServiceWorkload{Key: backends.Key{Service: service}, Spec: svc, Replicas: svc.DesiredReplicas()}, b.Config)
+		return err != nil || pcsStableHash(dgd, pcs) != h
 	}
 	return true
 }
@@ -302,8 +341,12 @@ func templateReplicas(pcs *grovev1.PodCliqueSet, pl placement) int32 {
 // Scale implements backends.Backend: the PodClique's or PCSG's scale subresource, and
 // the PodCliqueSet template in step for objects Grove recreates.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
+	name, err := b.pcsName(ctx, dgd, key)
+	if err != nil {
+		return err
+	}
 	var pcs grovev1.PodCliqueSet
-	pcsKey := client.ObjectKey{Namespace: dgd.Namespace, Name: b.pcsName(dgd, key)}
+	pcsKey := client.ObjectKey{Namespace: dgd.Namespace, Name: name}
 	if err := b.Client.Get(ctx, pcsKey, &pcs); apierrors.IsNotFound(err) {
 		return nil // gone: the next Observe no longer reports it
 	} else if err != nil {
@@ -392,10 +435,10 @@ type jsonPatchOp struct {
 // one clique from a live PodCliqueSet; the controller deletes a revision only once the
 // plan drains it whole, a stable one once its replacement is ready).
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
-	name := b.pcsName(dgd, w.Key)
-	if w.Group != nil {
-		name = w.Group.Name
+	if w.Group == nil {
+		return nil // every PodCliqueSet workload has its group: nothing of this DGD's to delete
 	}
+	name := w.Group.Name
 	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name}}
 	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
 }
@@ -404,10 +447,14 @@ func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 // clique's names (validation/podcliqueset.go: pods are named after them).
 const MaxNameLength = 45
 
-// ValidateSpec implements backends.SpecValidator: every clique of the services' future
-// PodCliqueSets (`{dgd}-{8-character hash}`) fits Grove's 45 characters.
+// ValidateSpec implements backends.SpecValidator: every service's cliques fit Grove's
+// 45 characters with the PodCliqueSet named after the DGD alone, exactly Dynamo's
+// limit (DYNAMO.md, "Validation Dynamo applies"). A PodCliqueSet beside the first takes
+// a longer name where it fits and a shorter cut of the DGD's name where it does not
+// (backends.PodCliqueSetName), so what Dynamo deploys deploys here, side by side.
 func (b *Backend) ValidateSpec(dgd *v1alpha1.DynamoGraphDeployment, services []string) error {
-	pcs := len(backends.GroupName(dgd.Name, "00000000"))
+	first, _ := backends.PodCliqueSetName(dgd.Name, 0, math.MaxInt)
+	pcs := len(first)
 	for _, name := range services {
 		pl := placementOf(dgd.Spec.Services[name], name)
 		n, what := pcs+len(pl.Clique), "clique "+pl.Clique
@@ -415,9 +462,22 @@ func (b *Backend) ValidateSpec(dgd *v1alpha1.DynamoGraphDeployment, services []s
 			n, what = pcs+len(pl.Group)+len(pl.Group+LeaderSuffix), fmt.Sprintf("scaling group %s and clique %s", pl.Group, pl.Group+LeaderSuffix)
 		}
 		if n > MaxNameLength {
-			return fmt.Errorf("spec.services[%s]: Grove names pods after the PodCliqueSet (%d characters for this DGD) and the %s: %d characters, over Grove's limit of %d; shorten the DynamoGraphDeployment or service name",
+			return fmt.Errorf("spec.services[%s]: Grove names pods after the PodCliqueSet (the DGD's name, %d characters) and the %s: %d characters, over Grove's limit of %d; shorten the DynamoGraphDeployment or service name",
 				name, pcs, what, n, MaxNameLength)
 		}
 	}
 	return nil
+}
+
+var _ backends.GangLeaders = (*Backend)(nil)
+
+// Leader implements backends.GangLeaders: a pod of a scaling group (Grove labels it
+// with the group, api/common/labels.go LabelPodCliqueScalingGroup) leads its gang when
+// it belongs to the group's leader clique `<pcs>-0-<group>-<j>-<group>-ldr`
+// (LabelPodClique); a standalone clique's pods are single-node replicas.
+func (b *Backend) Leader(podLabels map[string]string) bool {
+	if podLabels[apicommon.LabelPodCliqueScalingGroup] == "" {
+		return true
+	}
+	return strings.HasSuffix(podLabels[apicommon.LabelPodClique], LeaderSuffix)
 }

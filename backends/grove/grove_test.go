@@ -6,7 +6,6 @@ import (
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -35,14 +34,12 @@ func (s staleReader) Get(ctx context.Context, key client.ObjectKey, obj client.O
 // from a stale PodCliqueSet copy both keep their template counts (a merge patch of the
 // whole cliques list from the stale copy undid the first write).
 func TestScaleTemplateKeepsOtherServices(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := grovev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	scheme := testScheme(t)
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "dgd-uid"}}
 	pcs := &grovev1.PodCliqueSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: backends.GroupName("g", "abc"),
-			Annotations: map[string]string{AnnotationCliques: `{"prefill":{"clique":"prefill"},"decode":{"clique":"decode"},"mn":{"group":"mn"}}`}},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", Labels: map[string]string{v1alpha1.LabelWorkerHash: "abc"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1alpha1.GroupVersion.String(), Kind: "DynamoGraphDeployment", Name: "g", UID: "dgd-uid", Controller: ptr.To(true)}},
+			Annotations:     map[string]string{AnnotationCliques: `{"prefill":{"clique":"prefill"},"decode":{"clique":"decode"},"mn":{"group":"mn"}}`}},
 		Spec: grovev1.PodCliqueSetSpec{Replicas: 1, Template: grovev1.PodCliqueSetTemplateSpec{
 			Cliques: []*grovev1.PodCliqueTemplateSpec{
 				{Name: "decode", Spec: grovev1.PodCliqueSpec{Replicas: 1}},

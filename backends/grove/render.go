@@ -78,10 +78,9 @@ func placementOf(svc *v1alpha1.DynamoComponentDeploymentSharedSpec, service stri
 	return placement{Clique: shortName(service, 63)}
 }
 
-// render builds the PodCliqueSet of one worker revision: every service of the pool,
-// replicas 1; every field Grove's defaulting webhook would set is set.
-func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool, cfg renderpkg.Config) (*grovev1.PodCliqueSet, error) {
-	name := backends.GroupName(dgd.Name, pool.Hash)
+// render builds PodCliqueSet name holding one worker revision: every service of the
+// pool, replicas 1; every field Grove's defaulting webhook would set is set.
+func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool, name string, cfg renderpkg.Config) (*grovev1.PodCliqueSet, error) {
 	tmpl, places, err := renderTemplate(dgd, pool.Services, name, cfg)
 	if err != nil {
 		return nil, err
@@ -89,19 +88,33 @@ func render(dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool, cfg renderp
 	return newPodCliqueSet(dgd, name, pcsLabels(dgd, pool.Hash), tmpl, places), nil
 }
 
-// renderStable builds the PodCliqueSet of one stable service: named and labelled by
-// the hash of its template (replicas excluded), so a template change is a new
-// PodCliqueSet beside the old one (see Backend.StableSideBySide).
-func renderStable(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload, cfg renderpkg.Config) (*grovev1.PodCliqueSet, error) {
+// stableTemplate is a stable service's template as its stable hash covers it (rendered
+// for no PodCliqueSet name: a template's identity must not depend on the name it gets),
+// its placement and that hash. A template change is a new PodCliqueSet beside the old
+// one (see Backend.StableSideBySide).
+func stableTemplate(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload, cfg renderpkg.Config) (map[string]placement, string, error) {
 	tmpl, places, err := renderTemplate(dgd, []backends.ServiceWorkload{sw}, "", cfg)
+	if err != nil {
+		return nil, "", err
+	}
+	return places, stableHash(tmpl), nil
+}
+
+// renderStable builds PodCliqueSet name holding one stable service's template,
+// labelled with the service and the template's stable hash.
+func renderStable(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload, name string, cfg renderpkg.Config) (*grovev1.PodCliqueSet, error) {
+	_, h, err := stableTemplate(dgd, sw, cfg)
 	if err != nil {
 		return nil, err
 	}
-	h := stableHash(tmpl)
+	tmpl, places, err := renderTemplate(dgd, []backends.ServiceWorkload{sw}, name, cfg)
+	if err != nil {
+		return nil, err
+	}
 	labels := pcsLabels(dgd, "")
 	labels[v1alpha1.LabelService] = backends.Labels(dgd, sw.Service, "")[v1alpha1.LabelService]
 	labels[LabelStableHash] = h
-	return newPodCliqueSet(dgd, backends.GroupName(dgd.Name, h), labels, tmpl, places), nil
+	return newPodCliqueSet(dgd, name, labels, tmpl, places), nil
 }
 
 func newPodCliqueSet(dgd *v1alpha1.DynamoGraphDeployment, name string, labels map[string]string,
@@ -261,9 +274,10 @@ func workerHash(pcs *grovev1.PodCliqueSet) string {
 }
 
 // pcsStableHash is the stable template hash a stable PodCliqueSet runs: its label, else
-// (a PodCliqueSet stripped of its labels) the suffix of its name, which renderStable
-// made from the hash. A PodCliqueSet made before stable services had one each (named
-// `{dgd}`, holding every stable service) has none: it is outdated whatever it runs.
+// (a PodCliqueSet stripped of its labels) the suffix of its name when it was named
+// `{dgd}-{stable hash}` (backends.GroupName, before PodCliqueSetName). A PodCliqueSet made before
+// stable services had one each (named `{dgd}`, holding every stable service) has none:
+// it is outdated whatever it runs.
 func pcsStableHash(dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) string {
 	if h := pcs.Labels[LabelStableHash]; h != "" {
 		return h
@@ -272,8 +286,8 @@ func pcsStableHash(dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSe
 		return ""
 	}
 	h := pcs.Name[strings.LastIndex(pcs.Name, "-")+1:]
-	if pcs.Name != backends.GroupName(dgd.Name, h) {
-		return ""
+	if len(h) != 8 || pcs.Name != backends.GroupName(dgd.Name, h) {
+		return "" // a name from PodCliqueSetName says nothing of the template
 	}
 	return h
 }

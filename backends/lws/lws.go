@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,16 +49,20 @@ func New(c client.Client, s *runtime.Scheme, cfg render.Config) *Backend {
 // Kind implements backends.Backend.
 func (b *Backend) Kind() string { return Kind }
 
-// Name implements backends.Backend.
+// Name implements backends.Backend: backends.GangSetName, so that the headless Service
+// LWS creates under the LeaderWorkerSet's name is never one of ours.
 func (b *Backend) Name(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
-	return backends.WorkloadName(dgd.Name, key.Service, key.Hash)
+	return backends.GangSetName(dgd.Name, key.Service, key.Hash)
 }
 
 // Objects implements backends.Backend.
 func (b *Backend) Objects() []client.Object { return []client.Object{&lwsv1.LeaderWorkerSet{}} }
 
 // Ensure implements backends.Backend. A stable (non-worker) multinode service is
-// updated in place like any stable workload: template and replicas.
+// updated in place like any stable workload: template and replicas. A stable
+// LeaderWorkerSet named like the service's own Service (`{dgd}-{service}`, before
+// GangSetName) is replaced by one of the new name beside it: Observe reports the old
+// one Outdated and the controller deletes it once the new one is ready.
 func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
 	for _, sw := range pool.Services {
 		want, err := b.render(dgd, sw)
@@ -74,7 +79,7 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		case err != nil:
 			return fmt.Errorf("getting LeaderWorkerSet %s/%s: %w", want.Namespace, want.Name, err)
 		case !metav1.IsControlledBy(&have, dgd):
-			return fmt.Errorf("LeaderWorkerSet %s/%s exists and is not controlled by DynamoGraphDeployment %s", have.Namespace, have.Name, dgd.Name)
+			return backends.NotControlled(Kind, &have, dgd)
 		case sw.Hash == "":
 			if err := b.updateStable(ctx, &have, want); err != nil {
 				return err
@@ -115,7 +120,7 @@ func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.Servic
 	}
 	lws := &lwsv1.LeaderWorkerSet{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:        backends.WorkloadName(dgd.Name, sw.Service, sw.Hash),
+			Name:        backends.GangSetName(dgd.Name, sw.Service, sw.Hash),
 			Namespace:   dgd.Namespace,
 			Labels:      backends.Labels(dgd, sw.Service, sw.Hash),
 			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash([]any{leader, tmpl})},
@@ -170,6 +175,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Synced:      l.Status.ObservedGeneration >= l.Generation,
 			Generation:  l.Generation,
 			Terminating: !l.DeletionTimestamp.IsZero(),
+			Outdated:    key.Hash == "" && l.Name != b.Name(dgd, key),
 		})
 	}
 	return out, nil
@@ -177,7 +183,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 
 // Scale implements backends.Backend.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
-	name := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}
+	name := client.ObjectKey{Namespace: dgd.Namespace, Name: b.Name(dgd, key)}
 	return backends.ScaleReplicas(ctx, b.Client, &lwsv1.LeaderWorkerSet{}, name, Kind,
 		func(l *lwsv1.LeaderWorkerSet) *int32 { return l.Spec.Replicas }, replicas)
 }
@@ -213,4 +219,33 @@ func rolloutStrategy(stable bool) lwsv1.RolloutStrategy {
 		cfg.MaxUnavailable, cfg.MaxSurge = intstr.FromInt32(0), intstr.FromInt32(1)
 	}
 	return lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType, RollingUpdateConfiguration: cfg}
+}
+
+var _ backends.GangLeaders = (*Backend)(nil)
+
+// Leader implements backends.GangLeaders: LWS's pod webhook labels every pod of a group
+// with its index in it, 0 for the leader (lws v0.9.0 pkg/webhooks/pod_webhook.go,
+// leaderworkerset.sigs.k8s.io/worker-index).
+func (b *Backend) Leader(podLabels map[string]string) bool {
+	i, ok := podLabels[lwsv1.WorkerIndexLabelKey]
+	return !ok || i == "0"
+}
+
+var _ backends.SubdomainReleaser = (*Backend)(nil)
+
+// AnnotationSubdomainReleased is set on a LeaderWorkerSet once the operator has deleted
+// a Service of its own that had the LeaderWorkerSet's name (an operator before issue 22
+// named a revision's discovery Service so): the annotation's write is the event on
+// which LWS's controller creates the group's headless Service. It is metadata only:
+// LWS's revision hash covers the template, so nothing rolls.
+const AnnotationSubdomainReleased = "nvidia.com/dgd-subdomain-service-released"
+
+// ReleaseSubdomain implements backends.SubdomainReleaser.
+func (b *Backend) ReleaseSubdomain(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, workload string) error {
+	l := &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: workload}}
+	patch := []byte(`{"metadata":{"annotations":{"` + AnnotationSubdomainReleased + `":"true"}}}`)
+	if err := b.Client.Patch(ctx, l, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("annotating LeaderWorkerSet %s/%s: %w", dgd.Namespace, workload, err)
+	}
+	return nil
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/dgd-rollout/operator/render"
 )
 
 // FilterKind is the kind of a frontend's NamespaceFilter.
@@ -58,29 +60,7 @@ func (f NamespaceFilter) MatchesWithPrefixMode(ns string, strict bool) bool {
 	if f.Kind != FilterPrefix || !strict {
 		return f.Matches(ns)
 	}
-	if ns == f.Value {
-		return true
-	}
-	rest, ok := strings.CutPrefix(ns, f.Value)
-	if !ok {
-		return false
-	}
-	suffix, ok := strings.CutPrefix(rest, "-")
-	if !ok {
-		return false
-	}
-	if suffix == "legacy" {
-		return true
-	}
-	if len(suffix) != 8 {
-		return false
-	}
-	for _, c := range []byte(suffix) {
-		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
-			return false
-		}
-	}
-	return true
+	return render.AcceptsNamespace(f.Value, ns, true)
 }
 
 // ReadinessUnit is one WorkerSet of a model in one Dynamo namespace

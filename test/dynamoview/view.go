@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/dgd-rollout/operator/render"
 )
 
 // Instance is one discovery instance visible to every Dynamo process of its Kubernetes
@@ -76,34 +78,37 @@ func Compute(pods []corev1.Pod, slices []discoveryv1.EndpointSlice, dwms []unstr
 		get(pods[i].Namespace).pods[pods[i].Name] = &pods[i]
 	}
 
-	// Readiness index: name -> set of uids reported by ready endpoints.
+	// Readiness index: name -> set of uids reported by ready endpoints (the operator
+	// counts a worker ready by the same index: render.ReadyEndpoints).
 	ready := map[string]map[string]map[string]bool{}
 	notReady := map[string]map[string]bool{}
+	byNS := map[string][]discoveryv1.EndpointSlice{}
+	enabled := func(l map[string]string) bool { return l[LabelDiscoveryEnabled] == "true" }
 	for _, sl := range slices {
-		if sl.Labels[LabelDiscoveryEnabled] != "true" {
+		if !enabled(sl.Labels) {
 			continue
 		}
 		ns := sl.Namespace
 		get(ns)
+		byNS[ns] = append(byNS[ns], sl)
 		for _, ep := range sl.Endpoints {
-			ref := ep.TargetRef
-			if ref == nil || ref.Name == "" || ref.UID == "" {
-				continue
-			}
-			if ep.Conditions.Ready == nil || !*ep.Conditions.Ready {
+			if ref := ep.TargetRef; ref != nil && ref.Name != "" && ref.UID != "" && (ep.Conditions.Ready == nil || !*ep.Conditions.Ready) {
 				if notReady[ns] == nil {
 					notReady[ns] = map[string]bool{}
 				}
 				notReady[ns][ref.Name] = true
-				continue
 			}
+		}
+	}
+	for ns, sls := range byNS {
+		for name, uids := range render.ReadyEndpoints(sls, enabled) {
 			if ready[ns] == nil {
 				ready[ns] = map[string]map[string]bool{}
 			}
-			if ready[ns][ref.Name] == nil {
-				ready[ns][ref.Name] = map[string]bool{}
+			ready[ns][name] = map[string]bool{}
+			for uid := range uids {
+				ready[ns][name][string(uid)] = true
 			}
-			ready[ns][ref.Name][string(ref.UID)] = true
 		}
 	}
 

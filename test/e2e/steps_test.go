@@ -47,6 +47,13 @@ func start(obj *v1alpha1.DynamoGraphDeployment) *scenario {
 
 // startObject is start for a DGD of either version (a v1beta1 one is written as such).
 func startObject(obj client.Object) *scenario {
+	s := begin(obj)
+	s.waitRolledOut(1)
+	return s
+}
+
+// begin is startObject without the wait.
+func begin(obj client.Object) *scenario {
 	w, err := Watch(ctx, cl.Config, obj.GetNamespace(), obj.GetName())
 	Expect(err).NotTo(HaveOccurred())
 	o, err := observe.Start(ctx, observe.Options{Config: cl.Config, Namespace: obj.GetNamespace(), DGD: obj.GetName()})
@@ -75,7 +82,6 @@ func startObject(obj client.Object) *scenario {
 		Expect(st.LagGaps).To(BeNumerically("<=", maxLagGaps), "gaps proven to be discovery lag: %v", st.LagGapCauses)
 	})
 	Expect(k8s.Create(ctx, obj)).To(Succeed())
-	s.waitRolledOut(1)
 	return s
 }
 

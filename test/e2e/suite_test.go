@@ -44,6 +44,8 @@ var (
 	// exporter, which serves Dynamo's worker metrics for every Ready worker pod.
 	promSrv  *prom.Server
 	exporter *prom.Exporter
+	// lwsRunner runs the LWS controllers and webhooks (a spec may stop and restart it).
+	lwsRunner *lws.Runner
 )
 
 func TestEndToEnd(t *testing.T) {
@@ -65,9 +67,9 @@ var _ = BeforeSuite(func() {
 	Expect(cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "config", "crd", "dynamo"))).To(Succeed())
 	k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
-	runner, err := lws.Start(ctx, lws.Options{Config: cl.Config})
+	lwsRunner, err = lws.Start(ctx, lws.Options{Config: cl.Config})
 	Expect(err).NotTo(HaveOccurred(), "the real LeaderWorkerSet controllers and webhooks")
-	DeferCleanup(func() { Expect(runner.Stop()).To(Succeed()) })
+	DeferCleanup(func() { Expect(lwsRunner.Stop()).To(Succeed()) })
 	exporter, err = prom.StartExporter(k8s, prom.Demo)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(exporter.Close)

@@ -265,17 +265,19 @@ func podNames(pods []*corev1.Pod) string {
 	return strings.Join(names, ",")
 }
 
-// aliases checks DYNAMO_RANK and DYNAMO_LEADER_ADDRESS against what the argv says.
+// aliases checks DYNAMO_RANK and DYNAMO_LEADER_ADDRESS, as the process the member runs
+// sees them (its shell's exports included: ShellEnv), against what the argv says.
 func (c *checker) aliases() {
 	for _, m := range c.live {
-		if v, ok := m.Env[EnvDynamoRank]; ok {
+		env := ShellEnv(m.Expanded, m.Env)
+		if v, ok := env[EnvDynamoRank]; ok {
 			if r, known := c.rank[m]; known && v != strconv.Itoa(r) {
 				c.member(m, "%s=%q but its rank is %d", EnvDynamoRank, v, r)
 			} else if !known && Framework(c.g.Leader) != FrameworkRay {
 				c.member(m, "%s=%q but its rank is unknown", EnvDynamoRank, v)
 			}
 		}
-		if v, ok := m.Env[EnvDynamoLeaderAddress]; ok {
+		if v, ok := env[EnvDynamoLeaderAddress]; ok {
 			if h, _, err := net.SplitHostPort(v); err == nil {
 				v = h // host:port is accepted too
 			}

@@ -67,6 +67,39 @@ func Shell(command []string, env map[string]string) ([]string, error) {
 	return argv, nil
 }
 
+// ShellEnv is the environment the process a `sh -c` command finally execs starts with:
+// env, with the variables its script exports before that step (`export A=x`; a plain
+// `A=x` stays the shell's). For any other command it is env. A Grove worker's rank is
+// exported so (render.Grove: Grove up to v0.1.0-alpha.12 labels no group-wide pod index
+// to read it from).
+func ShellEnv(command []string, env map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range env {
+		out[k] = v
+	}
+	if !isShellCommand(command) || len(command) < 3 {
+		return out
+	}
+	items, err := splitList(command[2])
+	if err != nil || len(items) == 0 {
+		return out
+	}
+	chosen := len(items) - 1
+	for i := len(items) - 1; i >= 0; i-- {
+		if isLaunchStep(items[i].text) {
+			chosen = i
+			break
+		}
+	}
+	sh := newShell(env, command[3:])
+	for _, it := range items[:chosen] {
+		for _, name := range sh.applyAssignments(it.text) {
+			out[name] = sh.vars[name]
+		}
+	}
+	return out
+}
+
 var (
 	shellFlagRe  = regexp.MustCompile(`^-[a-z]*c[a-z]*$`)
 	pythonRe     = regexp.MustCompile(`^(.*/)?python[0-9.]*$`)

@@ -112,3 +112,16 @@ func TestShellMatchesRealSh(t *testing.T) {
 		}
 	}
 }
+
+// TestShellEnv: what a `sh -c` script exports before its launch step reaches the
+// process it execs (a Grove worker's DYNAMO_RANK); a plain assignment does not.
+func TestShellEnv(t *testing.T) {
+	env := map[string]string{"GROVE_PCLQ_POD_INDEX": "2", "DYNAMO_RANK": ""}
+	got := ShellEnv([]string{"sh", "-c", "export DYNAMO_RANK=$((GROVE_PCLQ_POD_INDEX + 1)); LOCAL=1; exec python3 -m dynamo.sglang --node-rank $DYNAMO_RANK"}, env)
+	if got["DYNAMO_RANK"] != "3" || got["LOCAL"] != "" {
+		t.Errorf("process env %v: want DYNAMO_RANK=3 exported, LOCAL not", got)
+	}
+	if got := ShellEnv([]string{"python3", "-m", "dynamo.vllm"}, env); got["DYNAMO_RANK"] != "" || len(got) != 2 {
+		t.Errorf("no shell: %v, want env as is", got)
+	}
+}

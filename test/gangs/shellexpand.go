@@ -48,27 +48,34 @@ func (sh *shell) simple(text string) ([]string, error) {
 	return argv, nil
 }
 
-// applyAssignments applies `A=x` and `export A=x` steps. Failures are ignored
-// (best effort): such a variable stays unset.
-func (sh *shell) applyAssignments(text string) {
+// applyAssignments applies `A=x` and `export A=x` steps, and returns the names an
+// `export` step exported. Failures are ignored (best effort): such a variable stays
+// unset.
+func (sh *shell) applyAssignments(text string) []string {
 	words, err := splitWords(text)
 	if err != nil || len(words) == 0 {
-		return
+		return nil
 	}
-	if words[0] == "export" {
+	export := words[0] == "export"
+	if export {
 		words = words[1:]
 	}
 	for _, w := range words {
 		if !assignmentRe.MatchString(w) {
-			return
+			return nil
 		}
 	}
+	var exported []string
 	for _, w := range words {
 		eq := strings.IndexByte(w, '=')
 		if v, err := sh.quoted(w[eq+1:], false); err == nil {
 			sh.vars[w[:eq]] = v
+			if export {
+				exported = append(exported, w[:eq])
+			}
 		}
 	}
+	return exported
 }
 
 // word expands one raw word into fields: it does parameter, command and

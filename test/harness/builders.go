@@ -123,3 +123,45 @@ func AddService(dgd *v1alpha1.DynamoGraphDeployment, name, componentType string,
 		ExtraPodSpec:  &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: image}},
 	}
 }
+
+// Frameworks Worker knows.
+const (
+	VLLM   = "vllm"
+	SGLang = "sglang"
+	TRTLLM = "trtllm"
+)
+
+// Worker adds a worker service running framework fw (VLLM, SGLang, TRTLLM) as Dynamo's
+// examples start it: `python3 -m dynamo.<fw>` with the model, `--disaggregation-mode
+// <role>` for a prefill or decode role (role "" is aggregated), and with nodes >= 2
+// every replica a gang of that many pods of one GPU each, whose tensor parallelism
+// spans the gang (vLLM --tensor-parallel-size, SGLang --tp; TRT-LLM's mpirun spans it).
+func (d *DGD) Worker(name, fw, role string, replicas, nodes int32, image string) *DGD {
+	args := []string{"--model", Model}
+	if fw != VLLM {
+		args = []string{"--model-path", Model}
+	}
+	if role != "" {
+		args = append(args, "--disaggregation-mode", role)
+	}
+	if nodes >= 2 {
+		switch fw {
+		case VLLM:
+			args = append(args, "--tensor-parallel-size", fmt.Sprint(nodes))
+		case SGLang:
+			args = append(args, "--tp", fmt.Sprint(nodes))
+		}
+	}
+	d.obj.Spec.Services[name] = &v1alpha1.DynamoComponentDeploymentSharedSpec{
+		ComponentType:    v1alpha1.ComponentTypeWorker,
+		SubComponentType: role,
+		Replicas:         ptr.To(replicas),
+		Resources:        &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}},
+		ExtraPodSpec: &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{
+			Image: image, Command: []string{"python3", "-m", "dynamo." + fw}, Args: args}},
+	}
+	if nodes >= 2 {
+		d.obj.Spec.Services[name].Multinode = &v1alpha1.MultinodeSpec{NodeCount: nodes}
+	}
+	return d
+}

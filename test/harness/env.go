@@ -26,6 +26,7 @@ import (
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/controllers"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/opproc"
 )
 
@@ -43,6 +44,10 @@ type Env struct {
 	proxy    *opproc.Proxy
 	proxyDir string
 	passes   passLog
+	// slices is the fake EndpointSlice controller (StartEndpointSlices), slicesPaused
+	// the namespaces it leaves alone.
+	slices       *fakeEndpointSlices
+	slicesPaused sync.Map
 	// RuntimeRegisters makes the fake kubelet (Grove's pods) mark a worker pod Ready only
 	// once its Dynamo runtime has published the pod's DynamoWorkerMetadata, as a real
 	// worker does: it registers, then its readiness probe (/health on the system port)
@@ -57,6 +62,15 @@ type Env struct {
 	certDir  string
 	stopConv context.CancelFunc
 }
+
+// OperatorDiscovery is the default discovery backend (--discovery-backend) of the
+// operator Start runs. Suites that play workload statuses and no pods run it under etcd
+// discovery, where a workload's readiness is what Dynamo routes by: under Kubernetes
+// discovery a worker counts as ready only once its runtime pod is a ready endpoint of a
+// discovery EndpointSlice (controllers/discovery.go), which a suite without pods never
+// has. A suite with pods sets it to kubernetes before Start and runs
+// StartEndpointSlices (the Grove suite, whose fake kubelet runs Grove's pods).
+var OperatorDiscovery = render.DiscoveryEtcd
 
 // RepoRoot is the repository root, found from this file's location.
 func RepoRoot() string {
@@ -149,7 +163,8 @@ func (e *Env) startOperator(b Broken) error {
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
 		NewClient:  b.NewClient,
 	}
-	o := app.Options{Manager: opts, Querier: e.Metrics, Middleware: e.passes.wrap, Webhook: e.Webhook}
+	o := app.Options{Manager: opts, Querier: e.Metrics, Middleware: e.passes.wrap, Webhook: e.Webhook,
+		Platform: render.Config{DiscoveryBackend: OperatorDiscovery}}
 	var mgr ctrl.Manager
 	if b.Reconciler == nil {
 		if mgr, err = app.NewManager(cfg, o); err != nil {

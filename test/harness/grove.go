@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	groveconst "github.com/ai-dynamo/grove/operator/api/common/constants"
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -370,14 +372,7 @@ func (s *groveStep) syncSets(ctx context.Context) error {
 
 func (s *groveStep) syncSet(ctx context.Context, pcs *grovev1.PodCliqueSet) error {
 	replica := apicommon.ResourceNameReplica{Name: pcs.Name, Replica: 0}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pcs.Namespace, Name: apicommon.GenerateHeadlessServiceName(replica),
-			Labels: groveLabels(pcs.Name, map[string]string{apicommon.LabelAppNameKey: apicommon.GenerateHeadlessServiceName(replica),
-				apicommon.LabelComponentKey: apicommon.LabelComponentNamePodCliqueSetReplicaHeadlessService, apicommon.LabelPodCliqueSetReplicaIndex: "0"})},
-		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: true,
-			Selector: groveLabels(pcs.Name, map[string]string{apicommon.LabelPodCliqueSetReplicaIndex: "0"})},
-	}
-	if err := s.create(ctx, pcs, svc); err != nil {
+	if err := s.headlessService(ctx, pcs, replica); err != nil {
 		return err
 	}
 	inGroup := map[string]bool{}
@@ -637,6 +632,57 @@ func (s *groveStep) statusUpdate(ctx context.Context, o client.Object) error {
 }
 
 // create creates o controlled by owner unless it exists.
+// headlessService plays the PodCliqueSet controller's headless Service of one replica
+// (internal/controller/podcliqueset/components/service/service.go doCreateOrUpdate and
+// buildResource): controllerutil.CreateOrPatch of `<pcs>-<replica>` (api/common/
+// namegen.go GenerateHeadlessServiceName) with Grove's labels (managed-by
+// grove-operator, part-of <pcs>, name, component pcs-headless-service, replica index),
+// headless, selecting every pod of the replica (managed-by, part-of and replica index:
+// getLabelSelectorForPodsInAPodCliqueSetReplica), publishNotReadyAddresses from the
+// template's headlessServiceConfig (false when unset), controlled by the PodCliqueSet.
+// A Service of that name that exists is patched into this shape: Grove creates or
+// patches, never skips, and its SetControllerReference refuses one controlled by
+// another object (AlreadyOwnedError), which is an error of the reconcile here too.
+func (s *groveStep) headlessService(ctx context.Context, pcs *grovev1.PodCliqueSet, replica apicommon.ResourceNameReplica) error {
+	name := apicommon.GenerateHeadlessServiceName(replica)
+	publish := false
+	if c := pcs.Spec.Template.HeadlessServiceConfig; c != nil {
+		publish = c.PublishNotReadyAddresses
+	}
+	want := corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, PublishNotReadyAddresses: publish,
+		Selector: groveLabels(pcs.Name, map[string]string{apicommon.LabelPodCliqueSetReplicaIndex: strconv.Itoa(replica.Replica)})}
+	labels := groveLabels(pcs.Name, map[string]string{apicommon.LabelAppNameKey: name,
+		apicommon.LabelComponentKey: apicommon.LabelComponentNamePodCliqueSetReplicaHeadlessService, apicommon.LabelPodCliqueSetReplicaIndex: strconv.Itoa(replica.Replica)})
+	var have corev1.Service
+	err := s.e.Client.Get(ctx, client.ObjectKey{Namespace: pcs.Namespace, Name: name}, &have)
+	if apierrors.IsNotFound(err) {
+		return s.create(ctx, pcs, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: pcs.Namespace, Name: name, Labels: labels}, Spec: want})
+	}
+	if err != nil {
+		return fmt.Errorf("fake Grove: getting Service %s: %w", name, err)
+	}
+	if ref := metav1.GetControllerOf(&have); ref != nil && (ref.Kind != "PodCliqueSet" || ref.Name != pcs.Name) {
+		return fmt.Errorf("fake Grove: Service %s/%s is controlled by %s %s, not PodCliqueSet %s (Grove's AlreadyOwnedError)", pcs.Namespace, name, ref.Kind, ref.Name, pcs.Name)
+	}
+	patched := have.DeepCopy()
+	if patched.Labels == nil {
+		patched.Labels = map[string]string{}
+	}
+	maps.Copy(patched.Labels, labels)
+	patched.Spec.Selector, patched.Spec.PublishNotReadyAddresses = want.Selector, want.PublishNotReadyAddresses
+	if err := controllerutil.SetControllerReference(pcs, patched, s.e.Client.Scheme()); err != nil {
+		return err
+	}
+	if equality.Semantic.DeepEqual(patched, &have) {
+		return nil
+	}
+	if err := s.e.Client.Update(ctx, patched); err != nil && !apierrors.IsConflict(err) {
+		return fmt.Errorf("fake Grove: patching Service %s: %w", name, err)
+	}
+	s.changed = true
+	return nil
+}
+
 func (s *groveStep) create(ctx context.Context, owner, o client.Object) error {
 	if err := controllerutil.SetControllerReference(owner, o, s.e.Client.Scheme()); err != nil {
 		return err

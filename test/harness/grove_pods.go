@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"sort"
 	"strconv"
 	"time"
@@ -207,6 +208,10 @@ func (s *groveStep) schedule(ctx context.Context, pcs *grovev1.PodCliqueSet, c *
 			setPodCondition(p, corev1.PodScheduled, corev1.ConditionTrue)
 			setPodCondition(p, corev1.PodReady, corev1.ConditionFalse)
 			p.Status.Phase = corev1.PodRunning
+			// The kubelet reports the pod's IP once its sandbox runs; the EndpointSlice
+			// controller lists no pod without one (ShouldPodBeInEndpoints).
+			p.Status.PodIP = fakePodIP(p)
+			p.Status.PodIPs = []corev1.PodIP{{IP: p.Status.PodIP}}
 			if err := s.statusUpdate(ctx, p); err != nil {
 				return false, err
 			}
@@ -424,4 +429,12 @@ func setPodCondition(p *corev1.Pod, t corev1.PodConditionType, v corev1.Conditio
 		}
 	}
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: t, Status: v, LastTransitionTime: metav1.Now()})
+}
+
+// fakePodIP is a pod's address in 10.0.0.0/8, from its UID.
+func fakePodIP(p *corev1.Pod) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(p.UID))
+	n := h.Sum32()
+	return fmt.Sprintf("10.%d.%d.%d", n>>16&0xff, n>>8&0xff, n&0xff|1)
 }

@@ -94,6 +94,7 @@ type Observer struct {
 	opts   Options
 	cache  cache.Cache
 	writer client.Client
+	reader client.Reader // the API server, uncached (services.go confirms a failure on it)
 	cancel context.CancelFunc
 	kick   chan struct{}
 	done   chan struct{}
@@ -145,6 +146,9 @@ func Start(ctx context.Context, opts Options) (*Observer, error) {
 	}
 	o := &Observer{opts: opts, cache: c, writer: writer, kick: make(chan struct{}, 1), done: make(chan struct{}),
 		seen: map[string]bool{}, gangs: map[string]bool{}, ready: map[string]bool{}}
+	if o.reader, err = client.New(opts.Config, client.Options{Scheme: app.NewScheme()}); err != nil {
+		return nil, err
+	}
 	dwm := &unstructured.Unstructured{}
 	dwm.SetGroupVersionKind(dynamoview.DWMGVK)
 	// Services are read in both modes: a gap is lag only while the Services the frontend
@@ -305,6 +309,8 @@ func (o *Observer) check() {
 	}
 	o.checkFrontends(view, pods, slices, svcs, o.gapAllowed(ctx))
 	o.checkGangs(pods)
+	o.checkServices(ctx, pods)         // services.go
+	o.checkRoutable(ctx, pods, slices) // services.go
 	o.mu.Lock()
 	o.stats.States++
 	o.mu.Unlock()

@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -67,27 +68,32 @@ func NewScheme() *runtime.Scheme {
 }
 
 // CacheOptions caches only the pods of DGDs (as metadata: the controller watches and
-// lists them so), and only the Services, Ingresses,
-// ServiceAccounts, Roles, RoleBindings and ConfigMaps the operator made: a cluster's
-// others are none of ours. Secrets are never cached (read with the API reader).
+// lists them so), only the EndpointSlices of DGDs' discovery Services (both discovery
+// labels and the graph label, which the EndpointSlice controller copies from the
+// Service: how a DGD's readiness is read, controllers/discovery.go), and only the
+// Services, Ingresses, ServiceAccounts, Roles, RoleBindings and ConfigMaps the
+// operator made: a cluster's others are none of ours. Secrets are never cached (read
+// with the API reader).
 func CacheOptions() cache.Options {
 	ofDGD, err := labels.NewRequirement(v1alpha1.LabelGraph, selection.Exists, nil)
 	if err != nil {
 		panic(err)
 	}
 	ours := labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue})
+	discovery := labels.SelectorFromSet(labels.Set{render.LabelDiscoveryEnabled: "true", render.LabelDiscoveryBackend: render.DiscoveryKubernetes}).Add(*ofDGD)
 	return cache.Options{
 		// Nothing reads managedFields: the cache need not hold them.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:     {Transform: StripDeploymentPodSpec},
-			&corev1.Pod{}:            {Label: labels.NewSelector().Add(*ofDGD)},
-			&corev1.Service{}:        {Label: ours},
-			&networkingv1.Ingress{}:  {Label: ours},
-			&corev1.ServiceAccount{}: {Label: ours},
-			&rbacv1.Role{}:           {Label: ours},
-			&rbacv1.RoleBinding{}:    {Label: ours},
-			&corev1.ConfigMap{}:      {Label: ours},
+			&appsv1.Deployment{}:         {Transform: StripDeploymentPodSpec},
+			&corev1.Pod{}:                {Label: labels.NewSelector().Add(*ofDGD)},
+			&corev1.Service{}:            {Label: ours},
+			&networkingv1.Ingress{}:      {Label: ours},
+			&corev1.ServiceAccount{}:     {Label: ours},
+			&rbacv1.Role{}:               {Label: ours},
+			&rbacv1.RoleBinding{}:        {Label: ours},
+			&corev1.ConfigMap{}:          {Label: ours},
+			&discoveryv1.EndpointSlice{}: {Label: discovery},
 		}}
 }
 

@@ -9,6 +9,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -85,22 +86,29 @@ var _ = Describe("the fake Grove plays Grove as it is", func() {
 		start := time.Now()
 		s := deploy(onGrove(harness.NewDGD(ns, "shape").Disagg(1, 1, "vllm:v1").Multinode("decode", 2)).Obj())
 		Expect(time.Since(start)).To(BeNumerically(">=", harness.DefaultGroveTiming.Token), "no PodClique before Grove's token requeue")
-		h := s.Hashes()[0]
+		pcs := revisionPCS(s, s.Hashes()[0]).Name
 		var pcsg grovev1.PodCliqueScalingGroup
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shape-" + h + "-0-decode"}, &pcsg)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pcs + "-0-decode"}, &pcsg)).To(Succeed())
 		Expect(pcsg.Labels).NotTo(HaveKey(v1alpha1.LabelGraph))
 		Expect(pcsg.Labels).To(HaveKeyWithValue("app.kubernetes.io/managed-by", "grove-operator"))
-		Expect(pcsg.Labels).To(HaveKeyWithValue("app.kubernetes.io/part-of", "shape-"+h))
+		Expect(pcsg.Labels).To(HaveKeyWithValue("app.kubernetes.io/part-of", pcs))
 		Expect(pcsg.OwnerReferences[0].Kind).To(Equal("PodCliqueSet"))
 		var leader grovev1.PodClique
-		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "shape-" + h + "-0-decode-0-decode-ldr"}, &leader)).To(Succeed())
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pcs + "-0-decode-0-decode-ldr"}, &leader)).To(Succeed())
 		Expect(leader.OwnerReferences[0].Kind).To(Equal("PodCliqueScalingGroup"))
 		Expect(leader.Labels).To(HaveKeyWithValue(v1alpha1.LabelGraph, "shape"), "PodCliques keep the template's labels")
 		var pods corev1.PodList
 		Expect(env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"grove.io/podclique": leader.Name})).To(Succeed())
 		Expect(pods.Items).To(HaveLen(1))
 		Expect(pods.Items[0].Spec.Hostname).To(Equal(leader.Name + "-0"))
-		Expect(pods.Items[0].Spec.Subdomain).To(Equal("shape-" + h + "-0"))
+		Expect(pods.Items[0].Spec.Subdomain).To(Equal(pcs + "-0"))
+		var svc corev1.Service
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: pcs + "-0"}, &svc)).To(Succeed(), "Grove's headless Service of the replica")
+		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+		Expect(svc.Spec.PublishNotReadyAddresses).To(BeTrue(), "from the template's headlessServiceConfig, which the operator sets")
+		Expect(svc.Spec.Selector).To(Equal(map[string]string{"app.kubernetes.io/managed-by": "grove-operator", "app.kubernetes.io/part-of": pcs,
+			"grove.io/podcliqueset-replica-index": "0"}), "every pod of the replica")
+		Expect(metav1.GetControllerOf(&svc).Name).To(Equal(pcs))
 	})
 })
 
@@ -152,11 +160,12 @@ var _ = Describe("Grove as the operator sees it", func() {
 
 	It("rolls a multinode graph on real Grove labels and deletes the drained revision's PodCliqueSet whole, with no clique scaled to zero", func() {
 		ns := newNamespace()
-		old := deploy(onGrove(harness.NewDGD(ns, "drain").Disagg(2, 1, "vllm:v1").Multinode("prefill", 2).Multinode("decode", 2)).Obj()).Hashes()[0]
+		first := deploy(onGrove(harness.NewDGD(ns, "drain").Disagg(2, 1, "vllm:v1").Multinode("prefill", 2).Multinode("decode", 2)).Obj())
+		old := revisionPCS(first, first.Hashes()[0]).Name
 		update(ns, "drain", harness.Image("vllm:v2"))
 		_, err := env.Drive(ctx, ns, "drain", 1, 60, completed)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() []string { return rolloutEvents(ns, "drain") }).Should(ContainElement(ContainSubstring("deleted PodCliqueSet drain-" + old + " (revision 1 drained)")))
+		Eventually(func() []string { return rolloutEvents(ns, "drain") }).Should(ContainElement(ContainSubstring("deleted PodCliqueSet " + old + " (revision 1 drained)")))
 	})
 
 	DescribeTable("replaces a frontend's PodCliqueSet beside the old one, never below R - ⌊R/4⌋ ready frontend pods",

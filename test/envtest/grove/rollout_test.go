@@ -25,6 +25,18 @@ func completed(s harness.Snapshot) bool {
 
 func onGrove(d *harness.DGD) *harness.DGD { return d.Backend(v1alpha1.BackendGrove) }
 
+// revisionPCS is the live PodCliqueSet of a worker revision (its hash label), or nil:
+// PodCliqueSets take the first free name of `{dgd}`, `{dgd}-1`, ... and say what they
+// hold in their labels.
+func revisionPCS(s harness.Snapshot, hash string) *grovev1.PodCliqueSet {
+	for i := range s.PCS {
+		if p := &s.PCS[i]; p.Labels[v1alpha1.LabelWorkerHash] == hash && p.DeletionTimestamp.IsZero() {
+			return p
+		}
+	}
+	return nil
+}
+
 func pcsNamed(s harness.Snapshot, name string) *grovev1.PodCliqueSet {
 	for i := range s.PCS {
 		if s.PCS[i].Name == name {
@@ -40,10 +52,12 @@ var _ = Describe("first deploy on Grove", func() {
 		s := deploy(onGrove(harness.NewDGD(ns, "first").Disagg(4, 2, "vllm:v1").Multinode("decode", 4)).Obj())
 		h := s.Hashes()[0]
 		Expect(s.PCS).To(HaveLen(2))
-		rev := pcsNamed(s, "first-"+h)
+		rev := revisionPCS(s, h)
 		Expect(rev).NotTo(BeNil())
+		Expect(rev.Name).To(Equal("first"), "the first revision's PodCliqueSet is named after the DGD alone, as Dynamo names its one")
 		stable := stablePCS(s, "Frontend")
 		Expect(stable).NotTo(BeNil())
+		Expect(stable.Name).To(Equal("first-1"), "stable templates take names from {dgd}-1 on")
 		Expect(names(stable.Spec.Template)).To(Equal("frontend"), "the frontend has a PodCliqueSet of its own")
 		Expect(rev.Spec.Replicas).To(Equal(int32(1)))
 		Expect(rev.Spec.UpdateStrategy.Type).To(Equal(grovev1.RollingRecreateStrategy))
@@ -71,7 +85,7 @@ var _ = Describe("first deploy on Grove", func() {
 		}
 		Expect(w).To(Equal(int32(3)), "a decode gang is a leader and nodeCount-1 workers")
 		Expect(s.DGD.Status.Services["decode"].WorkloadKind).To(Equal("PodCliqueSet"))
-		Expect(s.DGD.Status.Services["decode"].Workloads[0].Name).To(Equal("first-" + h + "-0-decode"))
+		Expect(s.DGD.Status.Services["decode"].Workloads[0].Name).To(Equal("first-0-decode"))
 	})
 })
 
@@ -85,7 +99,7 @@ var _ = Describe("rollouts on Grove", func() {
 		Expect(slices.ContainsFunc(steps, func(s harness.Snapshot) bool { return len(s.Hashes()) == 2 })).To(BeTrue())
 		last := steps[len(steps)-1]
 		Expect(last.Hashes()).NotTo(ContainElement(old))
-		Expect(pcsNamed(last, "gangs-"+old)).To(BeNil(), "the drained revision's PodCliqueSet is deleted whole")
+		Expect(revisionPCS(last, old)).To(BeNil(), "the drained revision's PodCliqueSet is deleted whole")
 		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
 		By("the frontend discovers the new generation only, and every gang formed")
 		o := observers[ns]
@@ -110,7 +124,7 @@ var _ = Describe("rollouts on Grove", func() {
 		steps, err := env.Drive(ctx, ns, "cliques", 1, 60, completed)
 		Expect(err).NotTo(HaveOccurred())
 		last := steps[len(steps)-1]
-		rev := pcsNamed(last, "cliques-"+last.UpdateHash())
+		rev := revisionPCS(last, last.UpdateHash())
 		for _, c := range rev.Spec.Template.Cliques {
 			Expect(c.Spec.Replicas).To(Equal(map[string]int32{"prefill": 4, "decode": 2}[c.Name]), "template kept in step for "+c.Name)
 		}
@@ -230,7 +244,7 @@ var _ = Describe("manual interference on Grove", func() {
 		ns := newNamespace()
 		s := deploy(onGrove(harness.NewDGD(ns, "strip").Disagg(4, 2, "vllm:v1").Multinode("decode", 2)).Obj())
 		old := s.Hashes()[0]
-		victim := pcsNamed(s, "strip-"+old)
+		victim := revisionPCS(s, old)
 		Expect(victim).NotTo(BeNil())
 		Eventually(func() error {
 			var p grovev1.PodCliqueSet
@@ -252,7 +266,7 @@ var _ = Describe("manual interference on Grove", func() {
 		steps, err := env.Drive(ctx, ns, "strip", -1, 20, completed)
 		Expect(err).NotTo(HaveOccurred())
 		last := steps[len(steps)-1]
-		Expect(pcsNamed(last, "strip-"+old)).To(BeNil())
+		Expect(pcsNamed(last, victim.Name)).To(BeNil())
 		Expect(last.Pool(last.UpdateHash())).To(Equal(map[string]int32{"prefill": 4, "decode": 2}))
 	})
 })

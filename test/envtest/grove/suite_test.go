@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/test/observe"
@@ -44,12 +45,19 @@ func TestGroveBackend(t *testing.T) {
 var _ = BeforeSuite(func() {
 	dir, err := grove.CRDDir()
 	Expect(err).NotTo(HaveOccurred())
+	// Grove's pods run here (the fake kubelet), so Dynamo's Kubernetes discovery does:
+	// the fake EndpointSlice controller publishes their endpoints, and the operator
+	// counts a worker ready only once its runtime pod is a ready endpoint.
+	harness.OperatorDiscovery = render.DiscoveryKubernetes
 	env, err = harness.Start(true, dir)
 	if env != nil {
 		env.RuntimeRegisters = true // every spec's namespace has an observer playing the runtimes
 	}
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+	stopSlices, err := env.StartEndpointSlices(ctx)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stopSlices)
 	Expect(rejected.watch(env)).To(Succeed())
 	stop, err := env.Watch(ctx, "", belowMin.check, &grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{})
 	Expect(err).NotTo(HaveOccurred())
@@ -71,12 +79,12 @@ func nsName(i int) string { return fmt.Sprintf("grove-%d", i) }
 const maxLagGaps = 1
 
 // newNamespace gives every spec its own namespace, observed as the Dynamo runtime
-// would see it (test/observe: discovery from the Services the EndpointSlice controller
-// would make slices of, gang formation) until the spec ends.
+// would see it (test/observe: discovery from the EndpointSlices the fake EndpointSlice
+// controller keeps, gang formation) until the spec ends.
 func newNamespace() string {
 	nsN++
 	ns := nsName(nsN)
-	o, err := observe.Start(ctx, observe.Options{Config: env.Config, Namespace: ns, SyntheticSlices: true})
+	o, err := observe.Start(ctx, observe.Options{Config: env.Config, Namespace: ns})
 	Expect(err).NotTo(HaveOccurred())
 	observers[ns] = o
 	DeferCleanup(func() {

@@ -115,14 +115,17 @@ var _ = BeforeSuite(func() {
 	})
 	Expect(err).NotTo(HaveOccurred())
 	faulty = faults.New(mgr.GetClient(), faults.Config{Rate: rate, Seed: seed, AfterCommitShare: afterCommit})
-	r, err := app.NewReconciler(mgr, app.Options{})
+	// No pods here (the suite plays workload statuses): etcd discovery, where the
+	// workloads' readiness is what Dynamo routes by (harness.OperatorDiscovery).
+	platform := render.Config{DiscoveryBackend: harness.OperatorDiscovery}
+	r, err := app.NewReconciler(mgr, app.Options{Platform: platform})
 	Expect(err).NotTo(HaveOccurred())
 	// As app.Setup wires it: DGDs read and written as v1beta1.
 	r.Client, r.History = conversion.NewClient(faulty), revisions.NewHistory(faulty, mgr.GetScheme())
 	r.Backends = backends.NewRegistry().
-		Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), render.Config{})).
-		Register(v1alpha1.BackendLeaderWorkerSet, lwsbackend.New(faulty, mgr.GetScheme(), render.Config{})).
-		Register(v1alpha1.BackendGrove, grovebackend.New(faulty, mgr.GetScheme(), render.Config{}))
+		Register(v1alpha1.BackendDeployment, deployment.New(faulty, mgr.GetAPIReader(), mgr.GetScheme(), platform)).
+		Register(v1alpha1.BackendLeaderWorkerSet, lwsbackend.New(faulty, mgr.GetScheme(), platform)).
+		Register(v1alpha1.BackendGrove, grovebackend.New(faulty, mgr.GetScheme(), platform))
 	// As many workers as the operator runs by default; trace checks that no DGD is ever
 	// reconciled by two of them at once, over every spec of the suite.
 	trace = newTracer()
