@@ -1,16 +1,12 @@
 package revisions
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/digest"
 )
 
 // WorkerTemplate is the part of a DGD that shapes worker pods. Two DGDs with equal
@@ -195,67 +191,21 @@ func stableTemplate(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.D
 	return c
 }
 
-// GraphHash returns the hash that names a revision: Hash's scheme over the canonical
-// JSON of g.
+// GraphHash returns the hash that names a revision: Hash's scheme over g.
 func GraphHash(g GraphTemplate, collisionCount *int32) string {
-	data, err := canonicalJSON(g)
-	if err != nil {
-		panic(err) // as in Hash
-	}
-	return hashJSON(data, collisionCount)
+	return digest.WithCollisions(g, collisionCount)
 }
 
-// canonicalJSON returns the canonical encoding of t: encoding/json output (struct fields
-// in declaration order, map keys sorted) re-encoded once after decoding. The second pass
-// makes the encoding a fixed point of a JSON round trip: encoding/json writes an invalid
-// UTF-8 byte as the escape \ufffd but a real U+FFFD as raw bytes, and re-formats
-// quantities canonically, so without it an object and its round-tripped copy (what the
-// API server hands back) could hash differently.
-func canonicalJSON[T any](t T) ([]byte, error) {
-	first, err := json.Marshal(t)
-	if err != nil {
-		return nil, fmt.Errorf("encoding template: %w", err)
-	}
-	var decoded T
-	if err := json.Unmarshal(first, &decoded); err != nil {
-		return nil, fmt.Errorf("decoding template: %w", err)
-	}
-	out, err := json.Marshal(decoded)
-	if err != nil {
-		return nil, fmt.Errorf("re-encoding template: %w", err)
-	}
-	return out, nil
-}
-
-// Hash returns the revision hash of t: the first 8 hex characters of the SHA-256 of its
-// canonical JSON followed, when collisionCount is non-nil, by the count as 4
-// little-endian bytes (as Kubernetes' ControllerRevision hash appends it). 8 lowercase
-// hex characters are what Dynamo's worker hash is (sha256(...)[:8]) and the only worker
-// namespace suffix a strict frontend (DYN_NAMESPACE_PREFIX_STRICT) discovers: any
-// other shape would leave a revision's workers invisible. A nil collisionCount and a
-// pointer to 0 give different hashes; Sync always passes a non-nil count.
+// Hash returns the revision hash of t: digest.WithCollisions of t (8 hex characters of
+// the SHA-256 of its canonical JSON, with collisionCount appended when non-nil, as
+// Kubernetes' ControllerRevision hash appends it). 8 lowercase hex characters are what
+// Dynamo's worker hash is and the only worker namespace suffix a strict frontend
+// (DYN_NAMESPACE_PREFIX_STRICT) discovers: any other shape would leave a revision's
+// workers invisible. A nil collisionCount and a pointer to 0 give different hashes;
+// Sync always passes a non-nil count.
 //
 // The result is stable across processes and Go versions as long as the JSON encoding
 // of WorkerTemplate does not change; TestHashGolden guards that.
 func Hash(t WorkerTemplate, collisionCount *int32) string {
-	data, err := canonicalJSON(t)
-	if err != nil {
-		// Unreachable for the types WorkerTemplate holds (no channels, funcs or
-		// unsupported floats); panic rather than hand out a hash that does not
-		// identify the template.
-		panic(err)
-	}
-	return hashJSON(data, collisionCount)
-}
-
-// hashJSON is Hash over canonical JSON.
-func hashJSON(data []byte, collisionCount *int32) string {
-	h := sha256.New()
-	h.Write(data)
-	if collisionCount != nil {
-		var b [4]byte
-		binary.LittleEndian.PutUint32(b[:], uint32(*collisionCount))
-		h.Write(b[:])
-	}
-	return hex.EncodeToString(h.Sum(nil))[:8]
+	return digest.WithCollisions(t, collisionCount)
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/digest"
 	"github.com/dgd-rollout/operator/render"
 )
 
@@ -155,7 +156,7 @@ func templateJSON(rev *appsv1.ControllerRevision) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return canonicalJSON(d.Graph())
+	return digest.Canonical(d.Graph())
 }
 
 // Equal reports whether a and b record the same graph template: their .data decode to
@@ -217,6 +218,34 @@ func HashOf(rev *appsv1.ControllerRevision) string {
 	}
 	return ""
 }
+
+// Ref is a revision's one identity, the value every part of the operator names a
+// revision by: its number (.revision: newer is higher, what the planner orders pools
+// by and kubectl dgd shows), its ControllerRevision's name (status.updateRevision and
+// status.currentRevision), the hash of its workers (the suffix of their workloads and
+// Dynamo namespace, the nvidia.com/dynamo-worker-hash label of their pods,
+// status.updateWorkerHash) and the hash of its whole graph (the suffix of its name).
+// Revisions that change only stable services share a WorkerHash and differ in the
+// rest. The zero Ref names no revision.
+type Ref struct {
+	Number     int64
+	Name       string
+	WorkerHash string
+	GraphHash  string
+}
+
+// RefOf is rev's Ref (the zero Ref for nil). GraphHash is the suffix of its name (a
+// revision made before whole-graph revisions was named by its worker hash, which is
+// then its graph hash too).
+func RefOf(rev *appsv1.ControllerRevision) Ref {
+	if rev == nil {
+		return Ref{}
+	}
+	return Ref{Number: rev.Revision, Name: rev.Name, WorkerHash: HashOf(rev), GraphHash: rev.Name[strings.LastIndex(rev.Name, "-")+1:]}
+}
+
+// IsZero reports whether r names no revision.
+func (r Ref) IsZero() bool { return r == Ref{} }
 
 // SortByRevision sorts revs in place by ascending .revision, ties broken by name.
 func SortByRevision(revs []*appsv1.ControllerRevision) {

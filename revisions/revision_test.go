@@ -215,3 +215,23 @@ func TestDecodeRevisionDataErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestRefOf: a revision's one identity, from a whole-graph revision and from one made
+// before whole-graph revisions (named by its worker hash).
+func TestRefOf(t *testing.T) {
+	rev, err := NewRevision(sampleDGD(), 3, ptr(int32(0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := RefOf(rev), (Ref{Number: 3, Name: "vllm-disagg-2ee846c6", WorkerHash: "9670987e", GraphHash: "2ee846c6"}); got != want {
+		t.Errorf("RefOf(whole-graph revision) = %+v, want %+v", got, want)
+	}
+	old := rev.DeepCopy()
+	old.Name, old.Labels = "vllm-disagg-9670987e", map[string]string{v1alpha1.LabelGraph: "vllm-disagg"}
+	if got, want := RefOf(old), (Ref{Number: 3, Name: "vllm-disagg-9670987e", WorkerHash: "9670987e", GraphHash: "9670987e"}); got != want {
+		t.Errorf("RefOf(workers-only revision) = %+v, want %+v", got, want)
+	}
+	if !RefOf(nil).IsZero() {
+		t.Error("RefOf(nil) names a revision")
+	}
+}

@@ -8,11 +8,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/digest"
 )
 
 // Result is the revision state of a DGD after Sync. The controller copies it into the
-// status: status.currentRevision = HashOf(Current), status.updateRevision =
-// HashOf(Update), status.updateRevisionNumber = Update.Revision,
+// status through each revision's Ref: status.currentRevision = RefOf(Current).Name,
+// status.updateRevision = RefOf(Update).Name, status.updateWorkerHash =
+// RefOf(Update).WorkerHash, status.updateRevisionNumber = RefOf(Update).Number,
 // status.collisionCount = CollisionCount.
 type Result struct {
 	// Current is the revision every worker was on before the rollout: the one whose hash
@@ -216,7 +218,7 @@ func workerHashOf(revs []*appsv1.ControllerRevision, want *appsv1.ControllerRevi
 	if err != nil {
 		return ""
 	}
-	wj, err := canonicalJSON(wd.Template())
+	wj, err := digest.Canonical(wd.Template())
 	if err != nil {
 		return ""
 	}
@@ -225,7 +227,7 @@ func workerHashOf(revs []*appsv1.ControllerRevision, want *appsv1.ControllerRevi
 		if err != nil {
 			continue
 		}
-		if j, err := canonicalJSON(d.Template()); err == nil && bytes.Equal(j, wj) {
+		if j, err := digest.Canonical(d.Template()); err == nil && bytes.Equal(j, wj) {
 			return HashOf(revs[i])
 		}
 	}

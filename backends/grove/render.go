@@ -1,10 +1,7 @@
 package grove
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/digest"
 	renderpkg "github.com/dgd-rollout/operator/render"
 )
 
@@ -64,7 +62,7 @@ func shortName(service string, max int) string {
 	if len(s) <= max {
 		return s
 	}
-	return strings.TrimRight(s[:max-5], "-") + "-" + shortHash(service)[:4]
+	return strings.TrimRight(s[:max-5], "-") + "-" + digest.Of(service)[:4]
 }
 
 // placementOf names a service's clique or scaling group after the service, lower-cased
@@ -184,8 +182,9 @@ func renderTemplate(dgd *v1alpha1.DynamoGraphDeployment, services []backends.Ser
 	return tmpl, places, nil
 }
 
-// stableHash is 8 hex characters of the SHA-256 of a template with its replica counts
-// cleared: scaling a stable service is not a new template.
+// stableHash is the digest of a template with its replica counts cleared: scaling a
+// stable service is not a new template. (The digest of a template is the SHA-256 of its
+// JSON as it always was: TestStableHashGolden pins one.)
 func stableHash(tmpl grovev1.PodCliqueSetTemplateSpec) string {
 	t := tmpl.DeepCopy()
 	for _, c := range t.Cliques {
@@ -194,17 +193,7 @@ func stableHash(tmpl grovev1.PodCliqueSetTemplateSpec) string {
 	for i := range t.PodCliqueScalingGroupConfigs {
 		t.PodCliqueScalingGroupConfigs[i].Replicas = nil
 	}
-	return shortHash(t)
-}
-
-// shortHash is the first 8 hex characters of the SHA-256 of v's JSON.
-func shortHash(v any) string {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("grove: hashing %T: %v", v, err)) // plain API structs always encode
-	}
-	sum := sha256.Sum256(raw)
-	return hex.EncodeToString(sum[:])[:8]
+	return digest.Of(t)
 }
 
 func clique(name string, pod corev1.PodTemplateSpec, replicas, minAvailable int32) *grovev1.PodCliqueTemplateSpec {

@@ -123,7 +123,7 @@ func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.Servic
 			Name:        backends.GangSetName(dgd.Name, sw.Service, sw.Hash),
 			Namespace:   dgd.Namespace,
 			Labels:      backends.Labels(dgd, sw.Service, sw.Hash),
-			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash([]any{leader, tmpl})},
+			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash(struct{ Leader, Worker corev1.PodTemplateSpec }{leader, tmpl})},
 		},
 		Spec: lwsv1.LeaderWorkerSetSpec{
 			Replicas: ptr.To(sw.Replicas),
