@@ -4,8 +4,16 @@
 //
 // A backend renders, observes and scales workloads; it never decides. Which replica
 // count each workload should have is the planner's decision (controllers/planner), and
-// the reconciler (controllers) wires the two. Optional capabilities are separate small
-// interfaces detected by type assertion, in the style of Kueue's jobframework.
+// the reconciler (controllers) wires the two. Observe only reads: what it finds out of
+// place (labels stripped by hand) it reports, and the controller decides the write
+// (Relabel). What the controller must know of a backend to decide is data, its
+// Description; the optional capabilities that act (SubdomainReleaser) or read
+// (GangLeaders, OwnerChainWatcher) are separate small interfaces detected by type
+// assertion, in the style of Kueue's jobframework.
+//
+// Deployment and LeaderWorkerSet keep one object per (service, revision) with
+// .spec.replicas and share one adapter (backends/single); Grove keeps a revision in one
+// PodCliqueSet and has its own (backends/grove).
 package backends
 
 import (
@@ -73,9 +81,15 @@ type Workload struct {
 	Terminating bool
 	// Outdated (stable workloads only) reports that the workload runs another template
 	// than the one the spec renders now. Backends that update stable workloads in place
-	// never report one after Ensure; a SideBySideStable backend keeps it until the
+	// never report one after Ensure; a StableSideBySide backend keeps it until the
 	// controller deletes it.
 	Outdated bool
+	// Relabel lists the labels the object holding the workload (its Group's, when it has
+	// one) lacks or has changed from what the backend gives it: someone stripped them
+	// (kubectl replace). Users and kubectl dgd select workloads by them; Observe finds
+	// the workload anyway (by its controller and immutable fields) and reports them, and
+	// the controller puts them back with Backend.Relabel. Nil when in place.
+	Relabel map[string]string
 }
 
 // ObjectRef names an object of the DGD's namespace.
@@ -87,24 +101,65 @@ type ObjectRef struct {
 // String is "Kind name".
 func (o ObjectRef) String() string { return o.Kind + " " + o.Name }
 
+// Description is what the controller knows of a backend without asking it anything:
+// its workload kind and how it behaves, as data. The controller decides from it alone
+// (controllers/decide), so everything in it is pure: no field reads the cluster.
+type Description struct {
+	// Kind is the workload kind this backend manages, e.g. "Deployment".
+	Kind string
+	// HoldsPools: the backend holds a worker revision's workloads in one object
+	// (Grove's PodCliqueSet). The controller creates the pool whole, with every worker
+	// service the backend runs, never adds a service to an existing one, and deletes it
+	// whole once the plan drains it.
+	HoldsPools bool
+	// StableSideBySide: the backend cannot update a stable workload's template in place
+	// without losing availability (Grove's RollingRecreate deletes a pod before it
+	// creates its replacement, so a one-replica frontend would serve nothing for a
+	// while). It creates a workload for the new template next to the old one; the
+	// controller deletes the old one once the new one has enough ready replicas.
+	StableSideBySide bool
+	// RemovesUnreadyFirst: a scale-down removes unready replicas before ready ones (a
+	// ReplicaSet does; a StatefulSet, under a LeaderWorkerSet, removes the highest
+	// index whatever its readiness). The planner then counts removing unready replicas
+	// as free.
+	RemovesUnreadyFirst bool
+	// ReleasesSubdomain: the workload's controller creates a headless Service under the
+	// workload's own name only when none exists and looks again only on an event of the
+	// workload (LWS: reconcileHeadlessServices). When the controller deletes a Service
+	// of its own of that name (an operator before issue 22 named a revision's discovery
+	// Service so), it tells the backend (SubdomainReleaser).
+	ReleasesSubdomain bool
+	// Names is Backend.Name when it reads nothing: a workload's name from the DGD and
+	// its key alone. Nil when the name depends on the cluster (Grove picks the first
+	// free PodCliqueSet name): the controller asks Backend.Name, once per key it needs.
+	Names func(dgd *v1alpha1.DynamoGraphDeployment, key Key) string
+	// Validate reports the backend's own limits on a DGD's spec for the services it
+	// runs (Grove: the length of the names it derives) as an error the controller
+	// reports as InvalidSpec before anything is written; nil: no limits of its own.
+	Validate func(dgd *v1alpha1.DynamoGraphDeployment, services []string) error
+}
+
 // Backend renders, observes and scales the workloads of a DGD on one workload kind.
 // Every method is idempotent: AlreadyExists and NotFound count as success.
 type Backend interface {
-	// Kind is the workload kind this backend manages, e.g. "Deployment".
-	Kind() string
+	// Describe is the backend's Description; it never changes.
+	Describe() Description
 	// Name is the name of the object that holds key's replicas (what Observe reports)
 	// for the DGD's current spec.
 	Name(dgd *v1alpha1.DynamoGraphDeployment, key Key) string
 	// Ensure makes every workload of pool exist. A missing workload is created with its
 	// Replicas. A stable workload (pool.Hash == "") also gets its template and replicas
-	// updated in place when they differ, unless the backend is SideBySideStable (then a
+	// updated in place when they differ, unless the backend is StableSideBySide (then a
 	// new template is a new workload next to the old one, which the controller deletes
 	// once the new one is ready). A worker workload's template is never changed after
 	// creation: a new template is a new revision, hence a new workload.
 	Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool Pool) error
 	// Observe lists every workload of this kind that the DGD controls, including
-	// outdated stable ones and those being deleted (Terminating).
+	// outdated stable ones and those being deleted (Terminating). It only reads.
 	Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]Workload, error)
+	// Relabel puts w.Relabel on the object holding w (its Group, when it has one); an
+	// object already gone is not an error.
+	Relabel(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w Workload) error
 	// Scale sets the replica count of one existing workload of the current spec; no
 	// write when already equal.
 	Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key Key, replicas int32) error
@@ -116,49 +171,6 @@ type Backend interface {
 	Objects() []client.Object
 }
 
-// SideBySideStable is implemented by a backend that cannot update a stable workload's
-// template in place without losing availability: Grove's RollingRecreate deletes a pod
-// before it creates its replacement, so a one-replica frontend would serve nothing for
-// a while. Such a backend creates a workload for the new template next to the old one;
-// the controller deletes the old one once the new one has enough ready replicas.
-type SideBySideStable interface {
-	StableSideBySide() bool
-}
-
-// SpecValidator is implemented by a backend with limits of its own on a DGD's spec
-// (Grove: the length of the names it derives). The controller reports an error as
-// InvalidSpec before anything is written.
-type SpecValidator interface {
-	ValidateSpec(dgd *v1alpha1.DynamoGraphDeployment, services []string) error
-}
-
-// PoolHolder is implemented by a backend that holds a worker revision's workloads in
-// one object (Grove's PodCliqueSet): the controller creates the pool whole, with every
-// worker service the backend runs, never adds a service to an existing one, and
-// deletes it whole once the plan drains it.
-type PoolHolder interface {
-	HoldsPools() bool
-}
-
-// HoldsPools reports whether b implements PoolHolder and says true.
-func HoldsPools(b Backend) bool {
-	h, ok := b.(PoolHolder)
-	return ok && h.HoldsPools()
-}
-
-// SideBySide reports whether b implements SideBySideStable and says true.
-func SideBySide(b Backend) bool {
-	s, ok := b.(SideBySideStable)
-	return ok && s.StableSideBySide()
-}
-
-// UnreadyFirstScaler is implemented by a backend whose scale-down removes unready
-// replicas before ready ones (a ReplicaSet does; a StatefulSet removes the highest index).
-// The planner then counts removing unready replicas as free.
-type UnreadyFirstScaler interface {
-	ScaleDownRemovesUnreadyFirst() bool
-}
-
 // OwnerChainWatcher is implemented by a backend whose replica-holding objects are not
 // owned by the DGD directly (Grove's PodCliques and PodCliqueScalingGroups belong to
 // their PodCliqueSet, a scaling group's PodCliques to the group). The controller
@@ -166,12 +178,6 @@ type UnreadyFirstScaler interface {
 // references, never by labels: Grove does not copy the DGD's labels onto every object.
 type OwnerChainWatcher interface {
 	Watched() []client.Object
-}
-
-// RemovesUnreadyFirst reports whether b implements UnreadyFirstScaler and says true.
-func RemovesUnreadyFirst(b Backend) bool {
-	u, ok := b.(UnreadyFirstScaler)
-	return ok && u.ScaleDownRemovesUnreadyFirst()
 }
 
 // GangLeaders is implemented by a backend whose replicas can be gangs of several pods
@@ -191,12 +197,10 @@ func RunsRuntime(b Backend, podLabels map[string]string) bool {
 	return !ok || g.Leader(podLabels)
 }
 
-// SubdomainReleaser is implemented by a backend whose workload controller creates a
-// headless Service under the workload's own name only when none exists, and looks
-// again only on an event of the workload (LWS: reconcileHeadlessServices). An operator
-// before issue 22 could have taken that name for a discovery Service; once the
-// controller deletes that Service, ReleaseSubdomain gives the workload's controller the
-// event it needs to create its own.
+// SubdomainReleaser is implemented by a backend whose Description says
+// ReleasesSubdomain: once the controller deletes a Service of its own named like a
+// workload, ReleaseSubdomain gives the workload's controller the event it needs to
+// create its own headless Service.
 type SubdomainReleaser interface {
 	ReleaseSubdomain(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, workload string) error
 }

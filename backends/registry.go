@@ -30,9 +30,50 @@ func (r *Registry) Register(t v1alpha1.BackendType, b Backend) *Registry {
 // All returns every registered backend in registration order.
 func (r *Registry) All() []Backend { return r.order }
 
-// For returns the backend that runs service svc of dgd: spec.backend, or for Auto,
-// LeaderWorkerSet when the service is multinode and Deployment otherwise.
+// Descriptions are the registered backends' descriptions by the spec.backend value that
+// selects them: what Choose decides from.
+func (r *Registry) Descriptions() map[v1alpha1.BackendType]Description {
+	out := make(map[v1alpha1.BackendType]Description, len(r.byType))
+	for t, b := range r.byType {
+		out[t] = b.Describe()
+	}
+	return out
+}
+
+// ByKind returns the registered backend whose workload kind is kind, or nil.
+func (r *Registry) ByKind(kind string) Backend {
+	for _, b := range r.order {
+		if b.Describe().Kind == kind {
+			return b
+		}
+	}
+	return nil
+}
+
+// For returns the backend that runs service svc of dgd (see Choose).
 func (r *Registry) For(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) (Backend, error) {
+	t := typeFor(dgd, svc)
+	b, ok := r.byType[t]
+	if !ok {
+		return nil, &UnavailableError{Backend: t}
+	}
+	return b, nil
+}
+
+// Choose returns the description of the backend that runs service svc of dgd among
+// those available: spec.backend, or for Auto, LeaderWorkerSet when the service is
+// multinode and Deployment otherwise.
+func Choose(available map[v1alpha1.BackendType]Description, dgd *v1alpha1.DynamoGraphDeployment,
+	svc *v1alpha1.DynamoComponentDeploymentSharedSpec) (Description, error) {
+	t := typeFor(dgd, svc)
+	d, ok := available[t]
+	if !ok {
+		return Description{}, &UnavailableError{Backend: t}
+	}
+	return d, nil
+}
+
+func typeFor(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1.DynamoComponentDeploymentSharedSpec) v1alpha1.BackendType {
 	t := dgd.BackendOrDefault()
 	if t == v1alpha1.BackendAuto {
 		t = v1alpha1.BackendDeployment
@@ -40,11 +81,7 @@ func (r *Registry) For(dgd *v1alpha1.DynamoGraphDeployment, svc *v1alpha1.Dynamo
 			t = v1alpha1.BackendLeaderWorkerSet
 		}
 	}
-	b, ok := r.byType[t]
-	if !ok {
-		return nil, &UnavailableError{Backend: t}
-	}
-	return b, nil
+	return t
 }
 
 // UnavailableError says that a DGD asks for a backend this operator does not run (not

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
 )
 
@@ -27,30 +27,21 @@ import (
 // In a real cluster the EndpointSlice controller writes the endpoint a few
 // milliseconds after the pod turns Ready, and its event starts the pass that counts it.
 // Under etcd discovery there are no discovery Services: the workloads' readiness stays
-// the signal.
-
-// discovery is what a pass read of Dynamo's discovery.
-type discovery struct {
-	// routable counts, per worker workload, the replicas whose runtime pod is a ready
-	// endpoint Dynamo discovers (nil: not measured, etcd discovery).
-	routable map[backends.Key]int32
-	// byService counts, per Service (its UID: a slice's controller), the ready endpoints
-	// of its discovery slices; services are the Services with any slice.
-	byService map[types.UID]int
-	services  map[types.UID]bool
-}
+// the signal. Observe applies it: the snapshot's ready counts are those Dynamo routes.
 
 // observeDiscovery reads the DGD's discovery EndpointSlices (the cache holds only
-// those, indexed by graph) and counts, per worker workload, the routable replicas; then
-// lowers every worker workload's ready count to them.
-func (p *pass) observeDiscovery(ctx context.Context) error {
-	p.disc = discovery{byService: map[types.UID]int{}, services: map[types.UID]bool{}}
-	if !p.r.Platform.KubernetesDiscovery(p.dgd) {
-		return nil
+// those, indexed by graph): the ready endpoints of each Service, and, per worker
+// workload, the replicas whose runtime pod is a ready endpoint Dynamo discovers, to
+// which it lowers the workload's ready count.
+func (r *Reconciler) observeDiscovery(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
+	pods []metav1.PartialObjectMetadata, workloads []decide.Workload) (decide.Discovery, error) {
+	disc := decide.Discovery{Ready: map[types.UID]int{}, Published: map[types.UID]bool{}}
+	if !r.Platform.KubernetesDiscovery(dgd) {
+		return disc, nil
 	}
 	var slices discoveryv1.EndpointSliceList
-	if err := backends.ListGraph(ctx, p.r.Client, &slices, p.dgd.Namespace, p.dgd.Name); err != nil {
-		return fmt.Errorf("listing EndpointSlices of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
+	if err := backends.ListGraph(ctx, r.Client, &slices, dgd.Namespace, dgd.Name); err != nil {
+		return disc, fmt.Errorf("listing EndpointSlices of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	for i := range slices.Items {
 		s := &slices.Items[i]
@@ -58,55 +49,49 @@ func (p *pass) observeDiscovery(ctx context.Context) error {
 		if ref == nil {
 			continue
 		}
-		p.disc.services[ref.UID] = true
+		disc.Published[ref.UID] = true
 		for _, ep := range s.Endpoints {
 			if ep.Conditions.Ready != nil && *ep.Conditions.Ready {
-				p.disc.byService[ref.UID]++
+				disc.Ready[ref.UID]++
 			}
 		}
 	}
-	ready := render.ReadyEndpoints(slices.Items, render.DiscoveryLabelled)
-	backendOf := map[backends.Key]backends.Backend{}
-	for _, w := range p.workloads {
-		backendOf[w.Key] = w.backend
+	routable := r.routable(dgd, pods, workloads, render.ReadyEndpoints(slices.Items, render.DiscoveryLabelled))
+	for i := range workloads {
+		w := &workloads[i]
+		if n := routable[w.Key]; w.Hash != "" && w.Ready > n {
+			log.FromContext(ctx).V(1).Info("ready replicas Dynamo's discovery does not route to (yet)", "workload", w.Name, "ready", w.Ready, "routable", n)
+			w.Ready = n
+		}
 	}
-	p.disc.routable = map[backends.Key]int32{}
-	for i := range p.pods {
-		pod := &p.pods[i]
+	return disc, nil
+}
+
+// routable counts, per worker workload, the replicas whose runtime pod is the one ready
+// endpoint of its name, in a Dynamo namespace the frontend accepts.
+func (r *Reconciler) routable(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata,
+	workloads []decide.Workload, ready map[string]map[types.UID]bool) map[backends.Key]int32 {
+	backendOf := map[backends.Key]backends.Backend{}
+	for _, w := range workloads {
+		backendOf[w.Key] = r.Backends.ByKind(w.Backend)
+	}
+	out := map[backends.Key]int32{}
+	for i := range pods {
+		pod := &pods[i]
 		key := backends.Key{Service: pod.Labels[v1alpha1.LabelService], Hash: pod.Labels[v1alpha1.LabelWorkerHash]}
 		b := backendOf[key]
 		if key.Hash == "" || b == nil || !pod.DeletionTimestamp.IsZero() || !backends.RunsRuntime(b, pod.Labels) {
 			continue
 		}
-		if uids := ready[pod.Name]; len(uids) == 1 && uids[pod.UID] && p.accepted(key.Hash) {
-			p.disc.routable[key]++
+		if uids := ready[pod.Name]; len(uids) == 1 && uids[pod.UID] && accepted(dgd, key.Hash) {
+			out[key]++
 		}
 	}
-	for i := range p.workloads {
-		w := &p.workloads[i]
-		if n := p.disc.routable[w.Key]; w.Hash != "" && w.Ready > n {
-			log.FromContext(ctx).V(1).Info("ready replicas Dynamo's discovery does not route to (yet)", "workload", w.Name, "ready", w.Ready, "routable", n)
-			w.Ready = n
-		}
-	}
-	return nil
+	return out
 }
 
 // accepted reports whether the frontend admits the Dynamo namespace of revision hash
 // under its strict prefix filter (the loose one admits all the strict one does).
-func (p *pass) accepted(hash string) bool {
-	return render.AcceptsNamespace(render.EffectiveNamespace(p.dgd, false, ""), render.EffectiveNamespace(p.dgd, true, hash), true)
+func accepted(dgd *v1alpha1.DynamoGraphDeployment, hash string) bool {
+	return render.AcceptsNamespace(render.EffectiveNamespace(dgd, false, ""), render.EffectiveNamespace(dgd, true, hash), true)
 }
-
-// routableAsBefore reports whether discovery Service now publishes at least as many
-// ready endpoints as before, which may then go: a DGD upgraded from an operator that
-// named its discovery Services otherwise keeps every worker routable while the Service
-// changes name. Slices are matched to a Service by their controller's UID, so a slice
-// left by an earlier Service of the same name is not taken for the new one's; now nil
-// (not in the cache yet) publishes nothing.
-func (p *pass) routableAsBefore(now, before *corev1.Service) bool {
-	return now != nil && p.disc.services[now.UID] && p.disc.byService[now.UID] >= p.disc.byService[before.UID]
-}
-
-// podMeta is a pod as the operator caches it (metadata only).
-type podMeta = metav1.PartialObjectMetadata

@@ -11,20 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/decide"
 )
-
-func TestSchedulerReason(t *testing.T) {
-	for in, want := range map[string]string{
-		// kube-scheduler 1.36, as the e2e cluster reports it.
-		"0/4 nodes are available: 4 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod.": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu",
-		"0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable: }, 2 Insufficient nvidia.com/gpu. preemption: not eligible":                    "0/3 nodes are available: 1 node(s) had untolerated taint {node.kubernetes.io/unschedulable: }, 2 Insufficient nvidia.com/gpu",
-		"0/2 nodes are available: 2 Insufficient cpu.": "0/2 nodes are available: 2 Insufficient cpu",
-	} {
-		if got := schedulerReason(in); got != want {
-			t.Errorf("schedulerReason(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
 
 // podReader answers every List of pods with its pods and counts the lists.
 type podReader struct {
@@ -88,7 +76,7 @@ func TestUnscheduledPodsSharedPerNamespace(t *testing.T) {
 	if r.opts.Namespace != "ns" || r.opts.Raw == nil || r.opts.Raw.ResourceVersion != "0" {
 		t.Errorf("list options %+v: want namespace ns, served from the watch cache (resourceVersion 0)", r.opts)
 	}
-	if want := (unscheduledPod{graph: "g1", service: "decode", hash: "abc", message: "0/4 nodes are available"}); func() bool {
+	if want := (decide.UnscheduledPod{Graph: "g1", Service: "decode", Hash: "abc", Message: "0/4 nodes are available"}); func() bool {
 		pods, _ := u.list(ctx, r, "ns", now)
 		return pods[0] != want
 	}() {

@@ -355,8 +355,8 @@ func statusToHub(in *v1alpha1.DynamoGraphDeploymentStatus, out *v1beta1.DynamoGr
 	if r := in.RollingUpdate.DeepCopy(); r != nil {
 		out.RollingUpdate = &v1beta1.RollingUpdateStatus{Phase: r.Phase, Reason: r.Reason, Message: r.Message,
 			StartTime: r.StartTime, EndTime: r.EndTime, LastProgressTime: r.LastProgressTime, UpdatedComponents: r.UpdatedServices,
-			CurrentStepIndex: r.CurrentStepIndex, CurrentStepStartTime: r.CurrentStepStartTime, Attempt: r.Attempt,
-			Analyses: r.Analyses, Abort: r.Abort}
+			CurrentStepIndex: r.CurrentStepIndex, CurrentStepStartTime: r.CurrentStepStartTime, CurrentStepKind: r.CurrentStepKind,
+			CurrentStepEndTime: r.CurrentStepEndTime, Attempt: r.Attempt, Analyses: r.Analyses, Abort: r.Abort}
 	}
 }
 
@@ -377,8 +377,8 @@ func statusFromHub(in *v1beta1.DynamoGraphDeploymentStatus, out *v1alpha1.Dynamo
 	if r := in.RollingUpdate.DeepCopy(); r != nil {
 		out.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: r.Phase, Reason: r.Reason, Message: r.Message,
 			StartTime: r.StartTime, EndTime: r.EndTime, LastProgressTime: r.LastProgressTime, UpdatedServices: r.UpdatedComponents,
-			CurrentStepIndex: r.CurrentStepIndex, CurrentStepStartTime: r.CurrentStepStartTime, Attempt: r.Attempt,
-			Analyses: r.Analyses, Abort: r.Abort}
+			CurrentStepIndex: r.CurrentStepIndex, CurrentStepStartTime: r.CurrentStepStartTime, CurrentStepKind: r.CurrentStepKind,
+			CurrentStepEndTime: r.CurrentStepEndTime, Attempt: r.Attempt, Analyses: r.Analyses, Abort: r.Abort}
 	}
 }
 

@@ -327,6 +327,13 @@ type RollingUpdateStatus struct {
 	// CurrentStepStartTime is when that step started.
 	// +optional
 	CurrentStepStartTime *metav1.Time `json:"currentStepStartTime,omitempty"`
+	// CurrentStepKind is the kind of that step: Partition, Pause or Analysis. Absent
+	// without steps and once they are done.
+	// +optional
+	CurrentStepKind StepKind `json:"currentStepKind,omitempty"`
+	// CurrentStepEndTime is when that step ends, for a pause of a set duration.
+	// +optional
+	CurrentStepEndTime *metav1.Time `json:"currentStepEndTime,omitempty"`
 	// Attempt counts the tries of this rollout: 1, and one more after each retry of an
 	// abort. The abort and retry annotations name the attempt they act on.
 	// +optional
@@ -340,6 +347,17 @@ type RollingUpdateStatus struct {
 	// +optional
 	Abort *AbortStatus `json:"abort,omitempty"`
 }
+
+// StepKind is the kind of a step of spec.rollout.steps.
+// +kubebuilder:validation:Enum=Partition;Pause;Analysis
+type StepKind string
+
+// Step kinds.
+const (
+	StepPartition StepKind = "Partition"
+	StepPause     StepKind = "Pause"
+	StepAnalysis  StepKind = "Analysis"
+)
 
 // AnalysisPhase is the state of an analysis step or of one of its metrics.
 // +kubebuilder:validation:Enum=Running;Successful;Failed;Inconclusive
@@ -438,6 +456,9 @@ type AbortStatus struct {
 	// StableRevision is the revision every worker returns to.
 	// +optional
 	StableRevision string `json:"stableRevision,omitempty"`
+	// StableRevisionNumber is that revision's number.
+	// +optional
+	StableRevisionNumber int64 `json:"stableRevisionNumber,omitempty"`
 }
 
 // ServiceStatus is the observed state of one service.

@@ -234,6 +234,12 @@ type RollingUpdateStatus struct {
 	// CurrentStepStartTime is when that step started.
 	// +optional
 	CurrentStepStartTime *metav1.Time `json:"currentStepStartTime,omitempty"`
+	// CurrentStepKind is the kind of that step: Partition, Pause or Analysis.
+	// +optional
+	CurrentStepKind v1alpha1.StepKind `json:"currentStepKind,omitempty"`
+	// CurrentStepEndTime is when that step ends, for a pause of a set duration.
+	// +optional
+	CurrentStepEndTime *metav1.Time `json:"currentStepEndTime,omitempty"`
 	// Attempt counts the tries of this rollout.
 	// +optional
 	Attempt int32 `json:"attempt,omitempty"`

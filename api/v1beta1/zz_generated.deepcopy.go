@@ -341,6 +341,10 @@ func (in *RollingUpdateStatus) DeepCopyInto(out *RollingUpdateStatus) {
 		in, out := &in.CurrentStepStartTime, &out.CurrentStepStartTime
 		*out = (*in).DeepCopy()
 	}
+	if in.CurrentStepEndTime != nil {
+		in, out := &in.CurrentStepEndTime, &out.CurrentStepEndTime
+		*out = (*in).DeepCopy()
+	}
 	if in.Analyses != nil {
 		in, out := &in.Analyses, &out.Analyses
 		*out = make([]v1alpha1.AnalysisStatus, len(*in))

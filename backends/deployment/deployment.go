@@ -1,14 +1,10 @@
 // Package deployment is the Deployment backend: one apps/v1 Deployment per (service,
-// revision), whose replicas are pods. It renders, observes and scales; it decides nothing.
+// revision), whose replicas are pods. It is a Kind of the single-object adapter
+// (backends/single): it says how a Deployment is rendered and read; it decides nothing.
 package deployment
 
 import (
-	"context"
-	"fmt"
-	"maps"
-
 	appsv1 "k8s.io/api/apps/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
@@ -17,6 +13,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/single"
 	"github.com/dgd-rollout/operator/render"
 )
 
@@ -26,122 +23,64 @@ const Kind = "Deployment"
 // +kubebuilder:rbac:groups=apps,resources=deployments/scale,verbs=get;update
 
 // Backend manages Deployments.
-type Backend struct {
-	Client client.Client
-	// Reader reads a Deployment from the API server where the cached copy is not
-	// enough: the operator caches Deployments without their pod spec
-	// (app.CacheOptions), so a stable workload's template is patched against the live
-	// object.
-	Reader client.Reader
-	Scheme *runtime.Scheme
-	// Config is the platform every pod is rendered for.
-	Config render.Config
-}
-
-var (
-	_ backends.Backend            = (*Backend)(nil)
-	_ backends.UnreadyFirstScaler = (*Backend)(nil)
-)
+type Backend = single.Adapter[*appsv1.Deployment]
 
 // New returns a Deployment backend that writes with c and reads live Deployments with
-// r (the manager's API reader).
+// r (the manager's API reader): the operator caches Deployments without their pod spec
+// (app.CacheOptions), so a stable workload's template is patched against the live
+// object.
 func New(c client.Client, r client.Reader, s *runtime.Scheme, cfg render.Config) *Backend {
-	return &Backend{Client: c, Reader: r, Scheme: s, Config: cfg}
+	return &Backend{Kind: kind(s, cfg), Client: c, Reader: r}
 }
 
-// Kind implements backends.Backend.
-func (b *Backend) Kind() string { return Kind }
-
-// Name implements backends.Backend.
-func (b *Backend) Name(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
-	return backends.WorkloadName(dgd.Name, key.Service, key.Hash)
+func kind(s *runtime.Scheme, cfg render.Config) single.Kind[*appsv1.Deployment] {
+	return single.Kind[*appsv1.Deployment]{
+		Description: backends.Description{
+			Kind: Kind,
+			// A ReplicaSet deletes not-ready pods before ready ones.
+			RemovesUnreadyFirst: true,
+			Names: func(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
+				return backends.WorkloadName(dgd.Name, key.Service, key.Hash)
+			},
+		},
+		New:     func() *appsv1.Deployment { return &appsv1.Deployment{} },
+		NewList: func() client.ObjectList { return &appsv1.DeploymentList{} },
+		Render: func(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*appsv1.Deployment, error) {
+			return renderDeployment(dgd, sw, s, cfg)
+		},
+		Key:      key,
+		Replicas: func(d *appsv1.Deployment) *int32 { return d.Spec.Replicas },
+		Status: func(d *appsv1.Deployment) single.Status {
+			return single.Status{Ready: d.Status.AvailableReplicas, Updated: d.Status.UpdatedReplicas,
+				Current: d.Status.Replicas, ObservedGeneration: d.Status.ObservedGeneration}
+		},
+		Stable: func(have, want *appsv1.Deployment) {
+			have.Spec.Replicas = want.Spec.Replicas
+			have.Spec.Template = want.Spec.Template
+		},
+	}
 }
 
-// Objects implements backends.Backend.
-func (b *Backend) Objects() []client.Object { return []client.Object{&appsv1.Deployment{}} }
-
-// ScaleDownRemovesUnreadyFirst implements backends.UnreadyFirstScaler: a ReplicaSet
-// deletes not-ready pods before ready ones.
-func (b *Backend) ScaleDownRemovesUnreadyFirst() bool { return true }
-
-// Ensure implements backends.Backend.
-func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
-	for _, sw := range pool.Services {
-		if err := b.ensureOne(ctx, dgd, sw); err != nil {
-			return err
-		}
+// key reads (service, revision) from the Deployment's selector, which is immutable, so
+// a Deployment whose labels were stripped by hand is still counted, drained and deleted.
+func key(d *appsv1.Deployment) (backends.Key, bool) {
+	if d.Spec.Selector == nil {
+		return backends.Key{}, false
 	}
-	return nil
+	sel := d.Spec.Selector.MatchLabels
+	return backends.Key{Service: sel[v1alpha1.LabelService], Hash: sel[v1alpha1.LabelWorkerHash]}, true
 }
 
-func (b *Backend) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) error {
-	want, err := b.render(dgd, sw)
-	if err != nil {
-		return err
-	}
-	var have appsv1.Deployment
-	err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
-	if apierrors.IsNotFound(err) {
-		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("creating Deployment %s/%s: %w", want.Namespace, want.Name, err)
-		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("getting Deployment %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	if !metav1.IsControlledBy(&have, dgd) {
-		return backends.NotControlled(Kind, &have, dgd)
-	}
-	if sw.Hash != "" {
-		return nil // a worker revision's template never changes; Scale moves replicas
-	}
-	return b.updateStable(ctx, &have, want)
-}
-
-// updateStable updates a stable workload in place (template, labels, replicas) only when
-// something the operator renders differs (the template hash annotation or the
-// replicas, both in the cached copy). The patch is computed against the live object,
-// whose pod spec the cache does not hold, so that a field removed from the template
-// is removed from the Deployment.
-func (b *Backend) updateStable(ctx context.Context, have, want *appsv1.Deployment) error {
-	same := have.Annotations[backends.AnnotationTemplateHash] == want.Annotations[backends.AnnotationTemplateHash] &&
-		ptr.Deref(have.Spec.Replicas, 1) == ptr.Deref(want.Spec.Replicas, 1)
-	if same {
-		return nil
-	}
-	have = &appsv1.Deployment{}
-	if err := b.Reader.Get(ctx, client.ObjectKeyFromObject(want), have); err != nil {
-		return fmt.Errorf("reading Deployment %s/%s: %w", want.Namespace, want.Name, err)
-	}
-	patch := client.MergeFrom(have.DeepCopy())
-	if have.Annotations == nil {
-		have.Annotations = map[string]string{}
-	}
-	if have.Labels == nil {
-		have.Labels = map[string]string{}
-	}
-	maps.Copy(have.Labels, want.Labels)
-	have.Annotations[backends.AnnotationTemplateHash] = want.Annotations[backends.AnnotationTemplateHash]
-	have.Spec.Replicas = want.Spec.Replicas
-	have.Spec.Template = want.Spec.Template
-	if err := b.Client.Patch(ctx, have, patch); err != nil {
-		return fmt.Errorf("updating Deployment %s/%s: %w", have.Namespace, have.Name, err)
-	}
-	return nil
-}
-
-func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) (*appsv1.Deployment, error) {
-	tmpl, err := backends.Component(dgd, sw, b.Config).Pod(render.RoleMain, nil)
+func renderDeployment(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload, s *runtime.Scheme, cfg render.Config) (*appsv1.Deployment, error) {
+	tmpl, err := backends.Component(dgd, sw, cfg).Pod(render.RoleMain, nil)
 	if err != nil {
 		return nil, err
 	}
-	labels := backends.Labels(dgd, sw.Service, sw.Hash)
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        backends.WorkloadName(dgd.Name, sw.Service, sw.Hash),
 			Namespace:   dgd.Namespace,
-			Labels:      labels,
+			Labels:      backends.Labels(dgd, sw.Service, sw.Hash),
 			Annotations: map[string]string{backends.AnnotationTemplateHash: backends.TemplateHash(tmpl)},
 		},
 		Spec: appsv1.DeploymentSpec{
@@ -155,7 +94,7 @@ func (b *Backend) render(dgd *v1alpha1.DynamoGraphDeployment, sw backends.Servic
 		// update never runs; Recreate keeps it from surging if someone edits it by hand.
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
-	if err := controllerutil.SetControllerReference(dgd, d, b.Scheme); err != nil {
+	if err := controllerutil.SetControllerReference(dgd, d, s); err != nil {
 		return nil, err
 	}
 	return d, nil
@@ -170,52 +109,4 @@ func selector(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload) 
 			Key: v1alpha1.LabelWorkerHash, Operator: metav1.LabelSelectorOpDoesNotExist}}
 	}
 	return s
-}
-
-// Observe implements backends.Backend. Workloads are found by controller reference, and
-// (service, revision) read from the immutable selector, so a Deployment whose labels were
-// stripped by hand is still counted, drained and deleted; its labels are put back.
-func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
-	var list appsv1.DeploymentList
-	if err := backends.ListControlled(ctx, b.Client, &list, dgd); err != nil {
-		return nil, fmt.Errorf("listing Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
-	}
-	var out []backends.Workload
-	for i := range list.Items {
-		d := &list.Items[i]
-		if !metav1.IsControlledBy(d, dgd) || d.Spec.Selector == nil {
-			continue
-		}
-		sel := d.Spec.Selector.MatchLabels
-		key := backends.Key{Service: sel[v1alpha1.LabelService], Hash: sel[v1alpha1.LabelWorkerHash]}
-		if err := backends.RestoreLabels(ctx, b.Client, d, backends.Labels(dgd, key.Service, key.Hash)); err != nil {
-			return nil, err
-		}
-		out = append(out, backends.Workload{
-			Key:         key,
-			Kind:        Kind,
-			Name:        d.Name,
-			Replicas:    ptr.Deref(d.Spec.Replicas, 1),
-			Ready:       d.Status.AvailableReplicas,
-			Updated:     d.Status.UpdatedReplicas,
-			Current:     d.Status.Replicas,
-			Synced:      d.Status.ObservedGeneration >= d.Generation,
-			Generation:  d.Generation,
-			Terminating: !d.DeletionTimestamp.IsZero(),
-		})
-	}
-	return out, nil
-}
-
-// Scale implements backends.Backend.
-func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
-	name := client.ObjectKey{Namespace: dgd.Namespace, Name: backends.WorkloadName(dgd.Name, key.Service, key.Hash)}
-	return backends.ScaleReplicas(ctx, b.Client, &appsv1.Deployment{}, name, Kind,
-		func(d *appsv1.Deployment) *int32 { return d.Spec.Replicas }, replicas)
-}
-
-// Delete implements backends.Backend.
-func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
-	return backends.DeleteObject(ctx, b.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
 }

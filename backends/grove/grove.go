@@ -19,7 +19,7 @@
 // A stable service's template is never changed in place: Grove's RollingRecreate
 // deletes a pod before creating its replacement, so a one-replica frontend would serve
 // nothing for a while (FACTS.md). A new template is a new PodCliqueSet beside the old
-// one (SideBySideStable); the controller deletes the old one once the new one is ready.
+// one (StableSideBySide); the controller deletes the old one once the new one is ready.
 // One PodCliqueSet per stable service also means adding or removing a planner never
 // changes the frontend's PodCliqueSet, whose composition Grove would reject changing.
 package grove
@@ -67,9 +67,6 @@ type Backend struct {
 var (
 	_ backends.Backend           = (*Backend)(nil)
 	_ backends.OwnerChainWatcher = (*Backend)(nil)
-	_ backends.SideBySideStable  = (*Backend)(nil)
-	_ backends.PoolHolder        = (*Backend)(nil)
-	_ backends.SpecValidator     = (*Backend)(nil)
 )
 
 // New returns a Grove backend.
@@ -77,8 +74,12 @@ func New(c client.Client, s *runtime.Scheme, cfg renderpkg.Config) *Backend {
 	return &Backend{Client: c, Scheme: s, Config: cfg}
 }
 
-// Kind implements backends.Backend.
-func (b *Backend) Kind() string { return Kind }
+// Describe implements backends.Backend: a revision is one PodCliqueSet (HoldsPools); a
+// stable template is replaced side by side (StableSideBySide); a name is picked from
+// what the cluster holds (no Names); the names Grove derives have a limit (Validate).
+func (b *Backend) Describe() backends.Description {
+	return backends.Description{Kind: Kind, HoldsPools: true, StableSideBySide: true, Validate: b.ValidateSpec}
+}
 
 // Objects implements backends.Backend: the PodCliqueSets are the DGD's.
 func (b *Backend) Objects() []client.Object { return []client.Object{&grovev1.PodCliqueSet{}} }
@@ -89,12 +90,6 @@ func (b *Backend) Objects() []client.Object { return []client.Object{&grovev1.Po
 func (b *Backend) Watched() []client.Object {
 	return []client.Object{&grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{}}
 }
-
-// StableSideBySide implements backends.SideBySideStable.
-func (b *Backend) StableSideBySide() bool { return true }
-
-// HoldsPools implements backends.PoolHolder: a revision is one PodCliqueSet.
-func (b *Backend) HoldsPools() bool { return true }
 
 // Name implements backends.Backend: `<pcs>-0-<clique>` or `<pcs>-0-<group>`, Grove's
 // names for the objects of the PodCliqueSet's replica 0, where the PodCliqueSet is the
@@ -218,7 +213,8 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 // gangs). An object Grove has not created yet counts with the template's replicas and
 // nothing ready. A PodCliqueSet being deleted counts as Terminating with no replicas.
 // PodCliqueSets are found by controller reference, so one stripped of its labels (and
-// annotations) is still the DGD's: its labels are restored.
+// annotations) is still the DGD's: the labels it lacks are reported on each of its
+// workloads (Relabel puts them back on the PodCliqueSet). It only reads.
 func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.Workload, error) {
 	var list grovev1.PodCliqueSetList
 	if err := backends.ListControlled(ctx, b.Client, &list, dgd); err != nil {
@@ -242,6 +238,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) ([]backends.Workload, error) {
 	hash := workerHash(pcs)
 	var outdated bool
+	var relabel map[string]string
 	if pcs.DeletionTimestamp.IsZero() {
 		want := pcsLabels(dgd, hash)
 		if hash == "" {
@@ -250,9 +247,7 @@ func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 				want[LabelStableHash] = h
 			}
 		}
-		if err := backends.RestoreLabels(ctx, b.Client, pcs, want); err != nil {
-			return nil, err
-		}
+		relabel = backends.MissingLabels(pcs.Labels, want)
 	}
 	var out []backends.Workload
 	for service, pl := range placements(pcs) {
@@ -260,7 +255,7 @@ func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 		if err != nil {
 			return nil, err
 		}
-		w.Outdated = outdated
+		w.Outdated, w.Relabel = outdated, relabel
 		out = append(out, w)
 	}
 	return out, nil
@@ -443,11 +438,20 @@ func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
 }
 
+// Relabel implements backends.Backend: the labels go on the PodCliqueSet.
+func (b *Backend) Relabel(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
+	if w.Group == nil {
+		return nil
+	}
+	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: w.Group.Name}}
+	return backends.PatchLabels(ctx, b.Client, pcs, w.Relabel)
+}
+
 // MaxNameLength is Grove's limit on a PodCliqueSet's name plus its scaling group's and
 // clique's names (validation/podcliqueset.go: pods are named after them).
 const MaxNameLength = 45
 
-// ValidateSpec implements backends.SpecValidator: every service's cliques fit Grove's
+// ValidateSpec is Description.Validate: every service's cliques fit Grove's
 // 45 characters with the PodCliqueSet named after the DGD alone, exactly Dynamo's
 // limit (DYNAMO.md, "Validation Dynamo applies"). A PodCliqueSet beside the first takes
 // a longer name where it fits and a shorter cut of the DGD's name where it does not

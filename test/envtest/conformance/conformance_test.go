@@ -263,11 +263,18 @@ var _ = Describe("every backend keeps the Backend contract", func() {
 				for _, w := range before {
 					f.strip(w)
 				}
+				n := f.c.count()
 				after := f.observe()
+				Expect(f.c.count()).To(Equal(n), "Observe only reads")
 				Expect(after).To(HaveLen(len(before)))
 				for k, w := range before {
 					Expect(after[k].Name).To(Equal(w.Name))
+					Expect(after[k].Relabel).To(HaveKeyWithValue(v1alpha1.LabelGraph, "g"), "the labels to put back are reported")
+					Expect(f.b.Relabel(ctx, f.dgd, after[k])).To(Succeed())
 					Expect(f.object(w).GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelGraph, "g"))
+				}
+				for k := range before {
+					Expect(f.observe()[k].Relabel).To(BeEmpty(), "nothing left to put back")
 				}
 			})
 
@@ -288,7 +295,7 @@ var _ = Describe("every backend keeps the Backend contract", func() {
 						outdated++
 					}
 				}
-				if backends.SideBySide(f.b) {
+				if f.b.Describe().StableSideBySide {
 					Expect(outdated).To(Equal(1), "the old template's workload stays until the controller deletes it")
 				} else {
 					Expect(outdated).To(BeZero(), "updated in place")

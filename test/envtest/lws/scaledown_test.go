@@ -80,4 +80,8 @@ var _ = Describe("scale-down of a LeaderWorkerSet with a failed gang", func() {
 // replicas first, as a ReplicaSet's does.
 type unreadyFirst struct{ backends.Backend }
 
-func (unreadyFirst) ScaleDownRemovesUnreadyFirst() bool { return true }
+func (u unreadyFirst) Describe() backends.Description {
+	d := u.Backend.Describe()
+	d.RemovesUnreadyFirst = true
+	return d
+}

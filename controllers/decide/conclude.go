@@ -1,0 +1,143 @@
+package decide
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+)
+
+// report is what Conclude needs of the pass besides the Decision: the DGD as read, the
+// clock, and the name conflicts Decide found.
+type report struct {
+	dgd       *v1alpha1.DynamoGraphDeployment
+	now       time.Time
+	conflicts []string
+	// stopped: the status is a stopped pass's (InvalidSpec): conflicts the writes find
+	// do not change it.
+	stopped bool
+}
+
+// stopped is the Decision of a pass that stopped before it could decide the whole DGD
+// (an invalid spec, a workload name someone else holds): Ready False and Stalled True
+// with reason and msg, and a Warning Event of that reason when it is news. The status
+// keeps its counts from the last whole pass. Writes decided before the stop stay.
+func stopped(s *Snapshot, d *draft, reason, msg string) Decision {
+	st, ev := stoppedStatus(s.DGD, s.Now, reason, msg)
+	dec := Decision{Writes: d.Writes, Status: st, Metrics: d.Metrics, Requeue: d.Requeue,
+		report: report{dgd: s.DGD, now: s.Now, conflicts: d.conflicts, stopped: true}}
+	if ev != nil {
+		dec.Events = []Event{*ev}
+	}
+	return dec
+}
+
+// stoppedStatus is the status of a stopped pass and its Event, nil when not news.
+func stoppedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, msg string) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
+	st := dgd.Status.DeepCopy()
+	for _, c := range []struct {
+		t string
+		s metav1.ConditionStatus
+	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, metav1.ConditionTrue}, {v1alpha1.ConditionReconciling, metav1.ConditionFalse}} {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.t, Status: c.s,
+			Reason: reason, Message: msg, ObservedGeneration: dgd.Generation, LastTransitionTime: metav1.NewTime(now)})
+	}
+	st.ObservedGeneration = dgd.Generation
+	old := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady)
+	if dgd.Status.ObservedGeneration != dgd.Generation || old == nil || old.Status != metav1.ConditionFalse || old.Reason != reason || old.Message != msg {
+		return st, &Event{Type: "Warning", Reason: reason, Message: msg}
+	}
+	return st, nil
+}
+
+// Conclude folds what the writes made (out) into what the pass reports:
+//
+//   - every write made: the Decision's status and Events, with the Event of the writes
+//     made (RolloutStep, or ObjectsUpdated when only objects were written) where the
+//     Decision marked it, and the name conflicts the writes found added to the
+//     conditions (Ready False, Stalled True, reason NameConflict);
+//   - a write that found the DGD cannot go on (out.Stopped: a workload name someone
+//     else holds, or a spec the backend cannot run): the stopped status (NameConflict
+//     or InvalidSpec), the writes before it made;
+//   - a revision's create that met a hash collision (out.Collided): the count kept in
+//     the status, and a pass at once;
+//   - a write that failed (out.Err), or a decision that failed after its writes
+//     (Decision.Err): no status (a status of half a pass would say what
+//     was not done), and the Event of the writes made before it, which the retry does
+//     not make again. This is where a failed pass's status goes once it reports one.
+func (d Decision) Conclude(out Outcome) Report {
+	r := d.report
+	var taken *backends.NameConflictError
+	var spec *backends.SpecError
+	switch {
+	case out.Collided != nil:
+		st := r.dgd.Status.DeepCopy()
+		st.CollisionCount = out.Collided
+		return Report{Status: st, Requeue: time.Millisecond}
+	case errors.As(out.Stopped, &taken):
+		conflicts := append(append(append([]string(nil), r.conflicts...), messages(out.Conflicts)...), taken.Error())
+		st, ev := stoppedStatus(r.dgd, r.now, v1alpha1.ReasonNameConflict, strings.Join(conflicts, "; "))
+		return Report{Status: st, Events: events(ev), Requeue: soonest(d.Requeue, ConflictRecheck)}
+	case errors.As(out.Stopped, &spec):
+		st, ev := stoppedStatus(r.dgd, r.now, v1alpha1.ReasonInvalidSpec, spec.Error())
+		return Report{Status: st, Events: events(ev), Requeue: d.Requeue}
+	case out.Stopped != nil || out.Err != nil || d.Err != nil:
+		if done := append(append([]string(nil), out.Progress...), out.Objects...); len(done) > 0 {
+			return Report{Events: []Event{{Type: "Normal", Reason: v1alpha1.EventRolloutStep, Message: strings.Join(done, ", "), Made: true}}}
+		}
+		return Report{}
+	}
+	rep := Report{Status: d.Status, Events: stepEvent(d.Events, out), Requeue: d.Requeue}
+	if len(out.Conflicts) > 0 && d.Status != nil && !r.stopped {
+		st := d.Status.DeepCopy()
+		cd := &draft{}
+		v := &view{Snapshot: &Snapshot{DGD: r.dgd, Now: r.now}, dgd: r.dgd}
+		conflicted(v, st, append(append([]string(nil), r.conflicts...), messages(out.Conflicts)...), cd)
+		rep.Status, rep.Events = st, append(rep.Events, cd.Events...)
+		rep.Requeue = soonest(rep.Requeue, ConflictRecheck)
+	}
+	return rep
+}
+
+// stepEvent fills in the Event of the writes made where the Decision marked it, or
+// drops the mark when nothing was written.
+func stepEvent(events []Event, out Outcome) []Event {
+	var res []Event
+	for _, e := range events {
+		if !e.Step {
+			res = append(res, e)
+			continue
+		}
+		switch {
+		case len(out.Progress) > 0:
+			e.Reason, e.Message = v1alpha1.EventRolloutStep, strings.Join(append(append([]string(nil), out.Progress...), out.Objects...), ", ")
+		case len(out.Objects) > 0:
+			e.Reason, e.Message = v1alpha1.EventObjectsUpdated, strings.Join(out.Objects, ", ")
+		default:
+			continue
+		}
+		e.Step = false
+		res = append(res, e)
+	}
+	return res
+}
+
+func messages(cs []*backends.NameConflictError) []string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Error())
+	}
+	return out
+}
+
+func events(e *Event) []Event {
+	if e == nil {
+		return nil
+	}
+	return []Event{*e}
+}

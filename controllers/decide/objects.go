@@ -1,0 +1,173 @@
+package decide
+
+import (
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+)
+
+// The objects a DGD's pods need besides their workloads (Services, Ingresses, RBAC, a
+// ConfigMap) are applied alike: created when missing, updated when what the operator
+// renders differs (no write when nothing differs), and never taken from someone else.
+
+// kindOf names an object's kind for messages and Lookup keys.
+func kindOf(o client.Object) string {
+	switch o.(type) {
+	case *corev1.Service:
+		return "Service"
+	case *networkingv1.Ingress:
+		return "Ingress"
+	case *corev1.ServiceAccount:
+		return "ServiceAccount"
+	case *rbacv1.Role:
+		return "Role"
+	case *rbacv1.RoleBinding:
+		return "RoleBinding"
+	case *corev1.ConfigMap:
+		return "ConfigMap"
+	case *corev1.Secret:
+		return "Secret"
+	}
+	return fmt.Sprintf("%T", o)
+}
+
+// owned sets on want the DGD as its controller or, for an object shared with other
+// DGDs, as one of its owners (as controllerutil's SetControllerReference and
+// SetOwnerReference do for the DGD's kind).
+func owned(dgd *v1alpha1.DynamoGraphDeployment, want client.Object, controller bool) {
+	gvk := v1alpha1.GroupVersion.WithKind(dgdKind)
+	ref := *metav1.NewControllerRef(dgd, gvk)
+	if !controller {
+		ref = metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: dgd.Name, UID: dgd.UID}
+	}
+	want.SetOwnerReferences([]metav1.OwnerReference{ref})
+}
+
+// dgdKind is the kind of a DGD in owner references.
+const dgdKind = "DynamoGraphDeployment"
+
+// apply decides the write that makes want so, given have, the object of its name as the
+// cache shows it (nil: none): a create when there is none; nothing when have is the
+// DGD's and the same (same); an update of have when it differs or the DGD is not yet
+// one of its owners; a name conflict when the DGD is to control it and does not.
+func apply(dgd *v1alpha1.DynamoGraphDeployment, d *draft, want, have client.Object, controller bool, same func(have, want client.Object) bool) {
+	owned(dgd, want, controller)
+	kind := kindOf(want)
+	switch {
+	case have == nil:
+		d.write(Write{Op: CreateObject, Object: want, Kind: kind, Controller: controller,
+			Say: []string{fmt.Sprintf("created %s %s", kind, want.GetName())}})
+		return
+	case controller && !metav1.IsControlledBy(have, dgd):
+		d.conflict(backends.NotControlled(kind, have, dgd))
+		return
+	}
+	isOwner := hasOwner(have, dgd)
+	if same(have, want) && isOwner {
+		return
+	}
+	upd := have.DeepCopyObject().(client.Object)
+	if !isOwner {
+		upd.SetOwnerReferences(append(upd.GetOwnerReferences(), want.GetOwnerReferences()...))
+	}
+	copyInto(upd, want)
+	d.write(Write{Op: UpdateObject, Object: upd, Kind: kind})
+}
+
+// disown decides the write that removes the DGD from have's owners: an update, or the
+// object's deletion when the DGD was its last owner (it goes with its last owner).
+func disown(dgd *v1alpha1.DynamoGraphDeployment, d *draft, have client.Object) {
+	if have == nil || !hasOwner(have, dgd) {
+		return
+	}
+	var refs []metav1.OwnerReference
+	for _, r := range have.GetOwnerReferences() {
+		if r.UID != dgd.UID {
+			refs = append(refs, r)
+		}
+	}
+	if len(refs) == 0 {
+		d.write(Write{Op: DeleteObject, Object: have, Kind: kindOf(have)})
+		return
+	}
+	upd := have.DeepCopyObject().(client.Object)
+	upd.SetOwnerReferences(refs)
+	d.write(Write{Op: UpdateObject, Object: upd, Kind: kindOf(have)})
+}
+
+func hasOwner(o client.Object, dgd *v1alpha1.DynamoGraphDeployment) bool {
+	for _, r := range o.GetOwnerReferences() {
+		if r.UID == dgd.UID {
+			return true
+		}
+	}
+	return false
+}
+
+// copyInto copies what the operator renders from want into have, keeping what the API
+// server and others set (cluster IPs, resource versions, other owners).
+func copyInto(have, want client.Object) {
+	labels := have.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	maps.Copy(labels, want.GetLabels())
+	have.SetLabels(labels)
+	switch h := have.(type) {
+	case *corev1.Service:
+		w := want.(*corev1.Service)
+		h.Spec.Selector, h.Spec.Ports, h.Spec.Type = w.Spec.Selector, w.Spec.Ports, w.Spec.Type
+	case *networkingv1.Ingress:
+		h.Spec = want.(*networkingv1.Ingress).Spec
+		h.Annotations = want.GetAnnotations()
+	case *rbacv1.Role:
+		h.Rules = want.(*rbacv1.Role).Rules
+	case *rbacv1.RoleBinding:
+		h.Subjects = want.(*rbacv1.RoleBinding).Subjects
+	case *corev1.ConfigMap:
+		h.Data = want.(*corev1.ConfigMap).Data
+	}
+}
+
+func sameLabels(have, want client.Object) bool {
+	for k, v := range want.GetLabels() {
+		if have.GetLabels()[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func sameService(have, want client.Object) bool {
+	h, w := have.(*corev1.Service), want.(*corev1.Service)
+	return sameLabels(have, want) && maps.Equal(h.Spec.Selector, w.Spec.Selector) && h.Spec.Type == w.Spec.Type &&
+		len(h.Spec.Ports) == len(w.Spec.Ports) && h.Spec.Ports[0].Name == w.Spec.Ports[0].Name &&
+		h.Spec.Ports[0].Port == w.Spec.Ports[0].Port && h.Spec.Ports[0].TargetPort == w.Spec.Ports[0].TargetPort
+}
+
+func sameIngress(have, want client.Object) bool {
+	return sameLabels(have, want) && maps.Equal(have.GetAnnotations(), want.GetAnnotations()) &&
+		equality.Semantic.DeepEqual(have.(*networkingv1.Ingress).Spec, want.(*networkingv1.Ingress).Spec)
+}
+
+func sameRole(have, want client.Object) bool {
+	return sameLabels(have, want) && equality.Semantic.DeepEqual(have.(*rbacv1.Role).Rules, want.(*rbacv1.Role).Rules)
+}
+
+func sameBinding(have, want client.Object) bool {
+	h, w := have.(*rbacv1.RoleBinding), want.(*rbacv1.RoleBinding)
+	return sameLabels(have, want) && equality.Semantic.DeepEqual(h.Subjects, w.Subjects) && h.RoleRef == w.RoleRef
+}
+
+func sameConfigMap(have, want client.Object) bool {
+	return sameLabels(have, want) && maps.Equal(have.(*corev1.ConfigMap).Data, want.(*corev1.ConfigMap).Data)
+}

@@ -1,0 +1,258 @@
+package decide
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/planner"
+)
+
+// moves are the worker writes of a pass: the plan the planner made for the observed
+// workloads, and the workloads it creates.
+type moves struct {
+	plan    planner.Plan
+	created []Workload
+}
+
+// rollout asks the planner for this pass's replica targets and decides their writes:
+// every decrease first, then every increase (creating missing workloads of the goal
+// revision), so that surge and availability hold between the individual writes too;
+// then the deletion of old revisions whose pools are drained.
+func rollout(v *view, c course, d *draft) moves {
+	m := moves{plan: planner.Compute(c.input(v, v.workers()))}
+	d.Targets = m.plan.Targets
+	decreases(v, c, m.plan, d)
+	m.created = increases(v, c, m.plan, d)
+	cleanup(v, c, m.plan, d)
+	return m
+}
+
+// target is the planned replica count of a workload, or def when the plan has none.
+func target(h *history, plan planner.Plan, k backends.Key, def int32) int32 {
+	rev := h.number(k.Hash)
+	for _, t := range plan.Targets {
+		if t.Service == k.Service && t.Revision == rev {
+			return t.Replicas
+		}
+	}
+	return def
+}
+
+// byRole orders writes so that a crash between two writes of one step never leaves a
+// pool with prefill but no decode (prefill needs a decode worker to hand its KV cache
+// to; a decode worker alone can serve). grow orders decode first, a shrink prefill first.
+func byRole(goalDGD *v1alpha1.DynamoGraphDeployment, ws []Workload, grow bool) []Workload {
+	rank := func(service string) int {
+		role := v1alpha1.ComponentTypeWorker
+		if svc := goalDGD.Spec.Services[service]; svc != nil {
+			role = svc.Role()
+		}
+		r := map[string]int{v1alpha1.ComponentTypeDecode: 0, v1alpha1.ComponentTypeWorker: 1, v1alpha1.ComponentTypePrefill: 2}[role]
+		if !grow {
+			r = -r
+		}
+		return r
+	}
+	sort.SliceStable(ws, func(i, j int) bool { return rank(ws[i].Service) < rank(ws[j].Service) })
+	return ws
+}
+
+// decreases scales workloads down. An old revision whose every workload the plan takes
+// to zero is deleted instead: its pods go exactly as they would at zero (their
+// terminating pods still count against surge until gone), and the revision is gone in
+// one write per workload rather than a scale to zero and, a step later, a delete. A
+// revision held in one object (a Grove PodCliqueSet) is deleted whole, never scaled to
+// zero clique by clique, which Grove reports as lost replicas and arms gang
+// termination for.
+func decreases(v *view, c course, plan planner.Plan, d *draft) {
+	drains := drainedGroups(v, c, plan)
+	for _, w := range byRole(c.goalDGD, v.workers(), false) {
+		if w.Terminating {
+			continue
+		}
+		if drains[groupOf(w.Workload)] {
+			deleteWorkload(v, d, w, fmt.Sprintf("revision %d drained", c.h.number(w.Hash)))
+			continue
+		}
+		if t := target(c.h, plan, w.Key, w.Replicas); t < w.Replicas {
+			scale(d, w, t)
+		}
+	}
+}
+
+// drainedGroups lists the objects (by groupOf) of the old revisions whose every live
+// workload the plan takes to zero.
+func drainedGroups(v *view, c course, plan planner.Plan) map[string]bool {
+	goal := c.h.goalHash()
+	drained := map[string]bool{} // worker hash -> every live workload at zero
+	for _, w := range v.workers() {
+		if w.Terminating {
+			continue
+		}
+		dr, seen := drained[w.Hash]
+		drained[w.Hash] = (dr || !seen) && w.Hash != goal && target(c.h, plan, w.Key, w.Replicas) == 0
+	}
+	// Under Recreate a Deployment or LeaderWorkerSet is scaled to zero first and deleted
+	// once drained (cleanup): the new revision starts when the old reports no pods, a
+	// wait that then never rests on the pod list alone.
+	recreate := v.dgd.RolloutOrDefault().Strategy == v1alpha1.RecreateStrategy
+	out := map[string]bool{}
+	for _, w := range v.workers() {
+		if !w.Terminating && drained[w.Hash] && (!recreate || w.Group != nil) {
+			out[groupOf(w.Workload)] = true
+		}
+	}
+	return out
+}
+
+// scale sets one workload's replicas and expects the cache to show them.
+func scale(d *draft, w Workload, replicas int32) {
+	d.write(Write{Op: Scale, Backend: w.Backend, Workload: w.Workload, Replicas: replicas,
+		Expect: map[string]int32{w.Name: replicas}, Progress: true,
+		Say: []string{fmt.Sprintf("scaled %s %d→%d", w.Name, w.Replicas, replicas)}})
+}
+
+// increases scales up existing workloads of the plan and creates the goal revision's
+// missing workloads (one Ensure per backend, so a backend that keeps a whole revision in
+// one object sees the pool together), and returns those it creates.
+func increases(v *view, c course, plan planner.Plan, d *draft) []Workload {
+	existing := map[backends.Key]Workload{}
+	for _, w := range byRole(c.goalDGD, v.workers(), true) {
+		existing[w.Key] = w
+		if w.Terminating {
+			continue // gone before it is made again: the pass after its deletion creates it
+		}
+		if t := target(c.h, plan, w.Key, w.Replicas); t > w.Replicas {
+			scale(d, w, t)
+		}
+	}
+	pools, order := missingPools(v, c, plan, existing)
+	var created []Workload
+	// The backends create in the order their first service comes in, decode first
+	// (workerNamesByRole): a graph whose decode runs on another backend than its prefill
+	// (multinode decode on LeaderWorkerSets, single-node prefill on Deployments) gets its
+	// decode workload before its prefill one, as byRole orders every other write.
+	for _, b := range order {
+		pool := *pools[b]
+		if !mayCreate(v.backend(b), pool, existing) {
+			continue
+		}
+		w := Write{Op: Ensure, Backend: b, Pool: pool, From: c.goalDGD, Expect: map[string]int32{}, Progress: true}
+		for _, sw := range pool.Services {
+			name := v.name(b, sw.Key)
+			if sw.Replicas > 0 {
+				w.Expect[name] = sw.Replicas
+			}
+			created = append(created, Workload{Backend: b, Workload: backends.Workload{Key: sw.Key, Kind: b, Name: name, Replicas: sw.Replicas}})
+			w.Say = append(w.Say, fmt.Sprintf("created %s at %d", name, sw.Replicas))
+		}
+		d.write(w)
+	}
+	return created
+}
+
+// missingPools are the goal revision's workloads to create, by backend, and the
+// backends in the order their first service comes in (decode first).
+func missingPools(v *view, c course, plan planner.Plan, existing map[backends.Key]Workload) (map[string]*backends.Pool, []string) {
+	pools := map[string]*backends.Pool{}
+	var order []string
+	for _, name := range workerNamesByRole(c.goalDGD) {
+		key := backends.Key{Service: name, Hash: c.h.goalHash()}
+		b := v.backendOf[name]
+		t := target(c.h, plan, key, 0)
+		if _, ok := existing[key]; (ok || t == 0) && !b.HoldsPools {
+			continue
+		}
+		if b.HoldsPools && c.goalDGD.Spec.Services[name].DesiredReplicas() == 0 {
+			continue // no clique for a worker at zero (its revision hash says so: revisions.WorkerTemplate.Zero)
+		}
+		if pools[b.Kind] == nil {
+			pools[b.Kind] = &backends.Pool{Hash: key.Hash}
+			order = append(order, b.Kind)
+		}
+		pools[b.Kind].Services = append(pools[b.Kind].Services, backends.ServiceWorkload{
+			Key: key, Spec: c.goalDGD.Spec.Services[name], Replicas: t})
+	}
+	return pools, order
+}
+
+// mayCreate reports whether the missing workloads of pool may be created now. A
+// backend that HoldsPools holds the goal revision's workloads in one object made whole
+// at once: not before the plan grows some service (the pool lists every worker service
+// of the backend, growing or not), and not while any of the pool's workloads still
+// exists (its object is being deleted: the pass after it is gone makes it again; a
+// live one can take no new service).
+func mayCreate(b backends.Description, pool backends.Pool, existing map[backends.Key]Workload) bool {
+	if !b.HoldsPools {
+		return len(pool.Services) > 0
+	}
+	grows := false
+	for _, sw := range pool.Services {
+		if _, ok := existing[sw.Key]; ok {
+			return false
+		}
+		grows = grows || sw.Replicas > 0
+	}
+	return grows
+}
+
+// workerNamesByRole lists the worker services decode first, prefill last: the order in
+// which a new revision's workloads are created (see byRole).
+func workerNamesByRole(goalDGD *v1alpha1.DynamoGraphDeployment) []string {
+	var ws []Workload
+	for _, name := range goalDGD.WorkerServiceNames() {
+		ws = append(ws, Workload{Workload: backends.Workload{Key: backends.Key{Service: name}}})
+	}
+	var out []string
+	for _, w := range byRole(goalDGD, ws, true) {
+		out = append(out, w.Service)
+	}
+	return out
+}
+
+// cleanup deletes the workloads of old revisions once their whole pool is drained:
+// every workload at zero replicas, reporting none, and no pod left (terminating ones
+// included: a workload's own status stops counting a pod as soon as it terminates).
+func cleanup(v *view, c course, plan planner.Plan, d *draft) {
+	goal := c.h.goalHash()
+	drained := map[string]bool{}
+	for _, w := range v.Workloads {
+		if w.Hash == "" || w.Hash == goal {
+			continue
+		}
+		if _, seen := drained[w.Hash]; !seen {
+			drained[w.Hash] = true
+		}
+		if target(c.h, plan, w.Key, w.Replicas) > 0 || w.Pods > 0 || w.Current > 0 {
+			drained[w.Hash] = false
+		}
+	}
+	for _, w := range v.Workloads {
+		if w.Hash != "" && drained[w.Hash] && !w.Terminating {
+			deleteWorkload(v, d, w, fmt.Sprintf("revision %d is drained", c.h.number(w.Hash)))
+		}
+	}
+}
+
+// result is the state a pass leaves, which the status reports: every workload at the
+// replicas the pass set, ready counted up to those replicas (a replica being removed is
+// not counted on), workloads it created, none it deleted. Reporting the result rather
+// than the input means the passes that only see their own writes arrive in the cache
+// find nothing new to write: one status write per step.
+func result(v *view, c course, m moves, d *draft) []Workload {
+	var out []Workload
+	for _, w := range v.Workloads {
+		switch {
+		case d.deleted[groupOf(w.Workload)] || w.Terminating:
+			// Going: no replicas, but its pods still count until they are gone.
+			w.Terminating, w.Replicas, w.Ready = true, 0, 0
+		case w.Hash != "":
+			w.Replicas = target(c.h, m.plan, w.Key, w.Replicas)
+			w.Ready = min(w.Ready, w.Replicas)
+		}
+		out = append(out, w)
+	}
+	return append(out, m.created...)
+}
