@@ -73,7 +73,9 @@ func (r *Reconciler) writeWorkload(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	if b == nil {
 		return fmt.Errorf("no backend manages %s", w.Backend)
 	}
-	key := func(name string) types.NamespacedName { return types.NamespacedName{Namespace: dgd.Namespace, Name: name} }
+	key := func(name string) types.NamespacedName {
+		return types.NamespacedName{Namespace: dgd.Namespace, Name: name}
+	}
 	for name, n := range w.Expect {
 		r.expected.expect(key(name), n)
 	}
@@ -161,4 +163,3 @@ func (r *Reconciler) createSSHKey(ctx context.Context, w decide.Write) error {
 	}
 	return nil
 }
-

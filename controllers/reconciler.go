@@ -184,4 +184,3 @@ func (r *Reconciler) now() time.Time {
 	}
 	return time.Now()
 }
-

@@ -77,4 +77,3 @@ func eventAction(msg string) string {
 	_, _ = h.Write([]byte(msg))
 	return fmt.Sprintf("Rollout-%08x", h.Sum32())
 }
-

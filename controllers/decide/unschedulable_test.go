@@ -14,4 +14,3 @@ func TestSchedulerReason(t *testing.T) {
 		}
 	}
 }
-
