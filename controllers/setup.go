@@ -29,11 +29,29 @@ import (
 // the ControllerRevisions, and hears pod deletions (Recreate waits for pods to be gone).
 // workers DGDs are reconciled at once; the work queue never hands one DGD to two.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
-	// Workloads are listed per DGD through the controller-UID index (backends.ListControlled).
-	indexed := map[reflect.Type]bool{}
-	// So are the Services and Ingresses it prunes; pods, owned by the workloads, by graph.
-	ctx := context.Background()
-	// So are its ControllerRevisions (revisions.NewHistory lists them by graph).
+	if err := r.index(context.Background(), mgr); err != nil {
+		return err
+	}
+	b := ctrl.NewControllerManagedBy(mgr).
+		// A DGD's own status writes (one per step, ours) start no pass: only its spec
+		// (generation), annotations, labels, creation and deletion do.
+		// The v1beta1 (storage) objects are watched: r.Client converts them (api/conversion).
+		For(&v1beta1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		Owns(&appsv1.ControllerRevision{}).
+		Named("dynamographdeployment").
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+	b = r.watch(b)
+	if r.Middleware != nil {
+		return b.Complete(r.Middleware(r))
+	}
+	return b.Complete(r)
+}
+
+// index registers the field indexes the controller lists by: pods, ControllerRevisions
+// and EndpointSlices by graph (revisions.NewHistory lists revisions so); workloads,
+// and the Services and Ingresses it prunes, by controller UID (backends.ListControlled).
+func (r *Reconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
 	for _, obj := range []client.Object{pod, &appsv1.ControllerRevision{}, &discoveryv1.EndpointSlice{}} {
@@ -41,6 +59,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			return err
 		}
 	}
+	indexed := map[reflect.Type]bool{}
 	controlled := []client.Object{&corev1.Service{}, &networkingv1.Ingress{}}
 	for _, be := range r.Backends.All() {
 		controlled = append(controlled, be.Objects()...)
@@ -53,15 +72,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			}
 		}
 	}
-	b := ctrl.NewControllerManagedBy(mgr).
-		// A DGD's own status writes (one per step, ours) start no pass: only its spec
-		// (generation), annotations, labels, creation and deletion do.
-		// The v1beta1 (storage) objects are watched: r.Client converts them (api/conversion).
-		For(&v1beta1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&appsv1.ControllerRevision{}).
-		Named("dynamographdeployment").
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
+	return nil
+}
+
+// watch adds what the controller owns and watches besides the DGD and its
+// ControllerRevisions: the objects it renders, every backend's workloads and the
+// objects down their owner chains, discovery EndpointSlices and pod deletions.
+func (r *Reconciler) watch(b *builder.Builder) *builder.Builder {
 	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.Ingress{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.ConfigMap{}} {
 		b = b.Owns(obj)
 	}
@@ -80,17 +97,13 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(podToDGD))
 	// Pods are watched and listed as metadata only: the controller reads their labels,
 	// and a full pod of a Dynamo component (env, probes, volumes) is kilobytes.
-	b = b.WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
+	return b.WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
 		builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		}))
-	if r.Middleware != nil {
-		return b.Complete(r.Middleware(r))
-	}
-	return b.Complete(r)
 }
 
 // podToDGD maps a pod (or any object carrying the LabelGraph label) to its DGD.

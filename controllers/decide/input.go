@@ -38,30 +38,10 @@ func (c course) input(v *view, workloads []Workload) planner.Input {
 	case c.hold != nil: // spec.rollout.steps: the step's hold (the spec's partition is unset)
 		in.Spec.Partition, in.Spec.Paused = c.hold.Partition, ro.Paused || c.hold.Paused
 	}
-	seen := map[string]bool{}
-	for _, name := range c.goalDGD.WorkerServiceNames() {
-		svc := c.goalDGD.Spec.Services[name]
-		in.Spec.Services = append(in.Spec.Services, planner.ServiceSpec{
-			Name:           name,
-			Role:           svc.Role(),
-			Replicas:       svc.DesiredReplicas(),
-			MaxSurge:       *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxSurge, ro.MaxSurge)),
-			MaxUnavailable: *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxUnavailable, ro.MaxUnavailable)),
-			UnreadyFirst:   v.backendOf[name].RemovesUnreadyFirst,
-		})
-		seen[name] = true
-	}
+	in.Spec.Services = c.services(v, ro, workloads)
 	for _, w := range workloads {
 		if w.Hash == "" {
 			continue
-		}
-		if !seen[w.Service] { // a worker service removed from the spec drains with its pool
-			seen[w.Service] = true
-			in.Spec.Services = append(in.Spec.Services, planner.ServiceSpec{
-				Name: w.Service, Role: v1alpha1.ComponentTypeWorker,
-				MaxSurge: *toIntOrPercent(ro.MaxSurge), MaxUnavailable: *toIntOrPercent(ro.MaxUnavailable),
-				UnreadyFirst: v.backend(w.Backend).RemovesUnreadyFirst,
-			})
 		}
 		in.Workloads = append(in.Workloads, planner.Workload{
 			Service:  w.Service,
@@ -72,6 +52,37 @@ func (c course) input(v *view, workloads []Workload) planner.Input {
 		})
 	}
 	return in
+}
+
+// services are the planner's worker services: those of the goal's spec, then those of
+// worker workloads whose service the spec no longer has (it drains with its pool).
+func (c course) services(v *view, ro v1alpha1.RolloutSpec, workloads []Workload) []planner.ServiceSpec {
+	var out []planner.ServiceSpec
+	seen := map[string]bool{}
+	for _, name := range c.goalDGD.WorkerServiceNames() {
+		svc := c.goalDGD.Spec.Services[name]
+		out = append(out, planner.ServiceSpec{
+			Name:           name,
+			Role:           svc.Role(),
+			Replicas:       svc.DesiredReplicas(),
+			MaxSurge:       *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxSurge, ro.MaxSurge)),
+			MaxUnavailable: *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxUnavailable, ro.MaxUnavailable)),
+			UnreadyFirst:   v.backendOf[name].RemovesUnreadyFirst,
+		})
+		seen[name] = true
+	}
+	for _, w := range workloads {
+		if w.Hash == "" || seen[w.Service] {
+			continue
+		}
+		seen[w.Service] = true
+		out = append(out, planner.ServiceSpec{
+			Name: w.Service, Role: v1alpha1.ComponentTypeWorker,
+			MaxSurge: *toIntOrPercent(ro.MaxSurge), MaxUnavailable: *toIntOrPercent(ro.MaxUnavailable),
+			UnreadyFirst: v.backend(w.Backend).RemovesUnreadyFirst,
+		})
+	}
+	return out
 }
 
 // override returns a service's rolling-update annotation when set, else def.

@@ -154,61 +154,22 @@ func (s *session) follow(ctx context.Context, name, rv string,
 // an error when it failed. Checks, in order: the spec is observed; the spec is valid;
 // the Progressing condition is not False; the rollout is held at its partition; every
 // service is updated, has no old replicas and has its updated replicas ready; the phase
-// is Completed.
+// is Completed. It reads status fields only, never the words of a message.
 func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) {
-	st := &dgd.Status
-	if st.ObservedGeneration < dgd.Generation {
-		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}, false, nil
+	if lines := observing(dgd); lines != nil {
+		return lines, false, nil
 	}
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); c != nil &&
-		c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidSpec {
-		return nil, false, fmt.Errorf("dynamographdeployment %q has an invalid spec: %s", dgd.Name, c.Message)
+	if err := failed(dgd); err != nil {
+		return nil, false, err
 	}
-	if st.UpdateRevision == "" {
-		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}, false, nil
-	}
-	if ru := st.RollingUpdate; ru != nil {
-		// An abort or a retry asked for this attempt that the operator has not acted on.
-		tag := v1alpha1.AttemptTag(st.UpdateRevisionNumber, ru.Attempt)
-		switch {
-		case ru.Abort != nil && dgd.Annotations[v1alpha1.AnnotationRetry] == tag:
-			return []string{"Waiting for the retry to be observed...\n"}, false, nil
-		case ru.Abort == nil && dgd.Annotations[v1alpha1.AnnotationAbort] == tag && ru.Phase != v1alpha1.RolloutCompleted:
-			return []string{"Waiting for the abort to be observed...\n"}, false, nil
-		}
-	}
-	if c := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionProgressing); c != nil && c.Status == metav1.ConditionFalse {
-		switch c.Reason {
-		case v1alpha1.ReasonAnalysisFailed, v1alpha1.ReasonRolloutAborted:
-			return nil, false, fmt.Errorf("dynamographdeployment %q rollout aborted (%s): %s (start it again with \"kubectl dgd rollout retry %s\")", dgd.Name, c.Reason, c.Message, dgd.Name)
-		}
-		if c.Reason == v1alpha1.ReasonProgressDeadlineExceeded {
-			return nil, false, fmt.Errorf("dynamographdeployment %q exceeded its progress deadline: %s", dgd.Name, c.Message)
-		}
-		return nil, false, fmt.Errorf("dynamographdeployment %q rollout failed (%s): %s", dgd.Name, c.Reason, c.Message)
-	}
-	ru := st.RollingUpdate
+	ru := dgd.Status.RollingUpdate
 	if ru == nil {
 		ru = &v1alpha1.RollingUpdateStatus{}
 	}
 	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == v1alpha1.ReasonPartitioned {
 		return []string{partitionedLine(dgd)}, true, nil
 	}
-	var lines []string
-	switch {
-	case ru.Phase == v1alpha1.RolloutPaused && !dgd.RolloutOrDefault().Paused && ru.CurrentStepIndex != nil:
-		// A pause step of spec.rollout.steps: "step 2 of 3: paused until promoted: ...".
-		parts := strings.SplitN(ru.Message, ": ", 3)
-		step := strings.Join(parts[:min(2, len(parts))], ": ")
-		hint := fmt.Sprintf("promote with \"kubectl dgd rollout promote %s\"", dgd.Name)
-		if ru.Reason == v1alpha1.ReasonAnalysisInconclusive {
-			hint += fmt.Sprintf(" or abort with \"kubectl dgd rollout abort %s\"", dgd.Name)
-		}
-		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s (%s)...\n", step, hint))
-		lines = append(lines, analysisLines(ru)...)
-	case ru.Phase == v1alpha1.RolloutPaused:
-		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: paused (resume with \"kubectl dgd rollout resume %s\")...\n", dgd.Name))
-	}
+	lines := pausedLines(dgd, ru)
 	for _, name := range dgd.ServiceNames() {
 		if msg := serviceWaiting(dgd, name); msg != "" {
 			lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s: %s...\n", name, msg))
@@ -225,6 +186,91 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 		return []string{fmt.Sprintf("Waiting for rollout to finish: %s...\n", msg)}, false, nil
 	}
 	return []string{fmt.Sprintf("dynamographdeployment %q successfully rolled out\n", dgd.Name)}, true, nil
+}
+
+// observing is the line to print while the operator has not acted on the spec, an
+// abort or a retry yet; nil once it has.
+func observing(dgd *v1alpha1.DynamoGraphDeployment) []string {
+	st := &dgd.Status
+	if st.ObservedGeneration < dgd.Generation || (st.UpdateRevision == "" && !invalid(dgd)) {
+		return []string{"Waiting for dynamographdeployment spec update to be observed...\n"}
+	}
+	ru := st.RollingUpdate
+	if ru == nil || invalid(dgd) {
+		return nil
+	}
+	// An abort or a retry asked for this attempt that the operator has not acted on.
+	tag := v1alpha1.AttemptTag(st.UpdateRevisionNumber, ru.Attempt)
+	switch {
+	case ru.Abort != nil && dgd.Annotations[v1alpha1.AnnotationRetry] == tag:
+		return []string{"Waiting for the retry to be observed...\n"}
+	case ru.Abort == nil && dgd.Annotations[v1alpha1.AnnotationAbort] == tag && ru.Phase != v1alpha1.RolloutCompleted:
+		return []string{"Waiting for the abort to be observed...\n"}
+	}
+	return nil
+}
+
+// invalid reports that the operator found the spec invalid (Ready False, InvalidSpec).
+func invalid(dgd *v1alpha1.DynamoGraphDeployment) bool {
+	c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady)
+	return c != nil && c.Status == metav1.ConditionFalse && c.Reason == v1alpha1.ReasonInvalidSpec
+}
+
+// failed is the error of a rollout that cannot go on: an invalid spec, or the
+// Progressing condition False.
+func failed(dgd *v1alpha1.DynamoGraphDeployment) error {
+	if invalid(dgd) {
+		c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady)
+		return fmt.Errorf("dynamographdeployment %q has an invalid spec: %s", dgd.Name, c.Message)
+	}
+	c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionProgressing)
+	if c == nil || c.Status != metav1.ConditionFalse {
+		return nil
+	}
+	switch c.Reason {
+	case v1alpha1.ReasonAnalysisFailed, v1alpha1.ReasonRolloutAborted:
+		return fmt.Errorf("dynamographdeployment %q rollout aborted (%s): %s (start it again with \"kubectl dgd rollout retry %s\")", dgd.Name, c.Reason, c.Message, dgd.Name)
+	case v1alpha1.ReasonProgressDeadlineExceeded:
+		return fmt.Errorf("dynamographdeployment %q exceeded its progress deadline: %s", dgd.Name, c.Message)
+	}
+	return fmt.Errorf("dynamographdeployment %q rollout failed (%s): %s", dgd.Name, c.Reason, c.Message)
+}
+
+// pausedLines are the lines of a paused rollout: at a step of spec.rollout.steps (with
+// how to go on, and its analysis), or paused by spec.rollout.paused.
+func pausedLines(dgd *v1alpha1.DynamoGraphDeployment, ru *v1alpha1.RollingUpdateStatus) []string {
+	switch {
+	case ru.Phase == v1alpha1.RolloutPaused && !dgd.RolloutOrDefault().Paused && ru.CurrentStepIndex != nil:
+		hint := fmt.Sprintf("promote with \"kubectl dgd rollout promote %s\"", dgd.Name)
+		if ru.Reason == v1alpha1.ReasonAnalysisInconclusive {
+			hint += fmt.Sprintf(" or abort with \"kubectl dgd rollout abort %s\"", dgd.Name)
+		}
+		line := fmt.Sprintf("Waiting for rollout to finish: %s (%s)...\n", stepLine(dgd, ru), hint)
+		return append([]string{line}, analysisLines(ru)...)
+	case ru.Phase == v1alpha1.RolloutPaused:
+		return []string{fmt.Sprintf("Waiting for rollout to finish: paused (resume with \"kubectl dgd rollout resume %s\")...\n", dgd.Name)}
+	}
+	return nil
+}
+
+// stepLine says which step of spec.rollout.steps the rollout holds at and why, from
+// the status's step fields: "step 2 of 3: paused until promoted".
+func stepLine(dgd *v1alpha1.DynamoGraphDeployment, ru *v1alpha1.RollingUpdateStatus) string {
+	list, i := dgd.RolloutOrDefault().Steps, int(*ru.CurrentStepIndex)
+	where := fmt.Sprintf("step %d of %d", i+1, len(list))
+	switch ru.CurrentStepKind {
+	case v1alpha1.StepPause:
+		if ru.CurrentStepEndTime == nil || i >= len(list) || list[i].Pause == nil || list[i].Pause.Duration == nil {
+			return where + ": paused until promoted"
+		}
+		return fmt.Sprintf("%s: paused for %s, until %s", where, list[i].Pause.Duration.Duration, ru.CurrentStepEndTime.UTC().Format(time.RFC3339))
+	case v1alpha1.StepAnalysis:
+		if ru.Reason == v1alpha1.ReasonAnalysisInconclusive {
+			return where + ": analysis inconclusive, promote or abort"
+		}
+		return where + ": analysis running"
+	}
+	return where
 }
 
 // serviceCounts are one service's replicas as the status reports them: desired, on the

@@ -3,6 +3,7 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,16 @@ func dgdWith(f func(st *v1alpha1.DynamoGraphDeploymentStatus)) *v1alpha1.DynamoG
 		},
 	}
 	f(&d.Status)
+	return d
+}
+
+// withSteps gives d three steps: a pause of 2m, a pause until promoted, an analysis.
+func withSteps(d *v1alpha1.DynamoGraphDeployment) *v1alpha1.DynamoGraphDeployment {
+	d.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{
+		{Pause: &v1alpha1.RolloutPause{Duration: &metav1.Duration{Duration: 2 * time.Minute}}},
+		{Pause: &v1alpha1.RolloutPause{}},
+		{Analysis: &v1alpha1.RolloutAnalysis{}},
+	}}
 	return d
 }
 
@@ -104,6 +115,43 @@ func TestRolloutStatus(t *testing.T) {
 			lines: []string{
 				"Waiting for rollout to finish: paused (resume with \"kubectl dgd rollout resume g\")...\n",
 				"Waiting for rollout to finish: prefill: 1 out of 4 new replicas have been updated...\n",
+			},
+		},
+		"held at a pause step until promoted, from the step fields": {
+			dgd: withSteps(dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: "Paused",
+					Message: "words the plugin does not read", CurrentStepIndex: ptr.To[int32](1), CurrentStepKind: v1alpha1.StepPause}
+			})),
+			lines: []string{
+				"Waiting for rollout to finish: step 2 of 3: paused until promoted (promote with \"kubectl dgd rollout promote g\")...\n",
+			},
+		},
+		"held at a timed pause step": {
+			dgd: withSteps(dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				end := metav1.NewTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+				st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: "Paused",
+					CurrentStepIndex: ptr.To[int32](0), CurrentStepKind: v1alpha1.StepPause, CurrentStepEndTime: &end}
+			})),
+			lines: []string{
+				"Waiting for rollout to finish: step 1 of 3: paused for 2m0s, until 2026-01-02T03:04:05Z (promote with \"kubectl dgd rollout promote g\")...\n",
+			},
+		},
+		"held at an inconclusive analysis step": {
+			dgd: withSteps(dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: v1alpha1.ReasonAnalysisInconclusive,
+					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepAnalysis}
+			})),
+			lines: []string{
+				"Waiting for rollout to finish: step 3 of 3: analysis inconclusive, promote or abort (promote with \"kubectl dgd rollout promote g\" or abort with \"kubectl dgd rollout abort g\")...\n",
+			},
+		},
+		"held at a running analysis step": {
+			dgd: withSteps(dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: v1alpha1.ReasonAnalysisRunning,
+					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepAnalysis}
+			})),
+			lines: []string{
+				"Waiting for rollout to finish: step 3 of 3: analysis running (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at the partition is done": {
