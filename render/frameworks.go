@@ -70,46 +70,7 @@ func (c Component) wireVLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n i
 		return err
 	}
 	gpus := int(gpusPerPod(main, c.Spec.Resources))
-	tp, pp, dp := argValue(main.Args, "--tensor-parallel-size", 1), argValue(main.Args, "--pipeline-parallel-size", 1), argValue(main.Args, "--data-parallel-size", 1)
-	world := tp * pp
-	leader := gang.LeaderHost()
-	switch {
-	case gpus > 0 && world > gpus && executor == executorMP:
-		flags := fmt.Sprintf("--distributed-executor-backend mp --nnodes %d --master-addr %s --master-port %d", n, leader, vllmMasterPort)
-		if role == RoleLeader {
-			err = injectFlags(main, flags+" --node-rank 0", false, FrameworkVLLM)
-		} else {
-			rank, shell := gang.Rank()
-			err = injectFlags(main, flags+" --node-rank "+rank+" --headless", shell, FrameworkVLLM)
-		}
-	case gpus > 0 && world > gpus:
-		if role == RoleLeader {
-			line := shellJoin(append(append([]string(nil), main.Command...), main.Args...))
-			main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{fmt.Sprintf("ray start --head --port=%d && %s --distributed-executor-backend ray", vllmRayPort, line)}
-		} else {
-			main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{fmt.Sprintf("ray start --address=%s:%d --block", leader, vllmRayPort)}
-		}
-	case gpus > 0 && world*dp > gpus:
-		local := gpus / world
-		flags := "--data-parallel-hybrid-lb"
-		if !hasToken(main.Args, "--data-parallel-size") {
-			flags += fmt.Sprintf(" --data-parallel-size %d", local*n)
-		}
-		flags += fmt.Sprintf(" --data-parallel-size-local %d", local)
-		shell := false
-		if role == RoleLeader {
-			flags += " --data-parallel-start-rank 0"
-		} else {
-			// In the shell's arithmetic, LWS's rank is the shell's ${LWS_WORKER_INDEX}: the
-			// kubelet does not expand $(VAR) inside $(( )) (it reads the variable name up
-			// to the first ')'), and the variable is in the container's env.
-			rank, _ := gang.Rank()
-			flags += fmt.Sprintf(" --data-parallel-start-rank $(( %d * %s ))", local, shellVars(rank))
-			shell = true
-		}
-		err = injectFlags(main, flags+fmt.Sprintf(" --data-parallel-address %s --data-parallel-rpc-port %d", leader, vllmDPRPCPort), shell, FrameworkVLLM)
-	}
-	if err != nil {
+	if err := spanVLLM(main, executor, role, gang, n, gpus); err != nil {
 		return err
 	}
 	if executor == executorMP {
@@ -119,10 +80,60 @@ func (c Component) wireVLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n i
 	if role == RoleWorker {
 		dropProbes(main)
 		if strings.Contains(strings.Join(append(append([]string(nil), main.Command...), main.Args...), " "), "--distributed-executor-backend mp") {
-			c.waitForLeader(t, leader, vllmMasterPort)
+			c.waitForLeader(t, gang.LeaderHost(), vllmMasterPort)
 		}
 	}
 	return nil
+}
+
+// spanVLLM spans the model over the gang's n pods of gpus GPUs each (see wireVLLM):
+// tensor and pipeline parallelism with mp or ray, else data parallelism; nothing when
+// one pod holds it.
+func spanVLLM(main *corev1.Container, executor string, role Role, gang Gang, n, gpus int) error {
+	tp, pp, dp := argValue(main.Args, "--tensor-parallel-size", 1), argValue(main.Args, "--pipeline-parallel-size", 1), argValue(main.Args, "--data-parallel-size", 1)
+	world := tp * pp
+	leader := gang.LeaderHost()
+	switch {
+	case gpus > 0 && world > gpus && executor == executorMP:
+		flags := fmt.Sprintf("--distributed-executor-backend mp --nnodes %d --master-addr %s --master-port %d", n, leader, vllmMasterPort)
+		if role == RoleLeader {
+			return injectFlags(main, flags+" --node-rank 0", false, FrameworkVLLM)
+		}
+		rank, shell := gang.Rank()
+		return injectFlags(main, flags+" --node-rank "+rank+" --headless", shell, FrameworkVLLM)
+	case gpus > 0 && world > gpus:
+		if role == RoleLeader {
+			line := shellJoin(append(append([]string(nil), main.Command...), main.Args...))
+			main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{fmt.Sprintf("ray start --head --port=%d && %s --distributed-executor-backend ray", vllmRayPort, line)}
+		} else {
+			main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{fmt.Sprintf("ray start --address=%s:%d --block", leader, vllmRayPort)}
+		}
+	case gpus > 0 && world*dp > gpus:
+		return vllmDataParallel(main, role, gang, n, gpus/world)
+	}
+	return nil
+}
+
+// vllmDataParallel makes the gang's pods data-parallel ranks of local ranks each, with
+// the leader's address for the ranks to meet (updateVLLMMultinodeArgs).
+func vllmDataParallel(main *corev1.Container, role Role, gang Gang, n, local int) error {
+	flags := "--data-parallel-hybrid-lb"
+	if !hasToken(main.Args, "--data-parallel-size") {
+		flags += fmt.Sprintf(" --data-parallel-size %d", local*n)
+	}
+	flags += fmt.Sprintf(" --data-parallel-size-local %d", local)
+	shell := false
+	if role == RoleLeader {
+		flags += " --data-parallel-start-rank 0"
+	} else {
+		// In the shell's arithmetic, LWS's rank is the shell's ${LWS_WORKER_INDEX}: the
+		// kubelet does not expand $(VAR) inside $(( )) (it reads the variable name up
+		// to the first ')'), and the variable is in the container's env.
+		rank, _ := gang.Rank()
+		flags += fmt.Sprintf(" --data-parallel-start-rank $(( %d * %s ))", local, shellVars(rank))
+		shell = true
+	}
+	return injectFlags(main, flags+fmt.Sprintf(" --data-parallel-address %s --data-parallel-rpc-port %d", gang.LeaderHost(), vllmDPRPCPort), shell, FrameworkVLLM)
 }
 
 // waitForLeader makes a worker wait until its leader accepts connections on port (the
@@ -181,19 +192,32 @@ func (c Component) wireTRTLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n
 		fmt.Sprintf(`printf 'Host *\nIdentityFile '$HOME'/.ssh/id_rsa\nStrictHostKeyChecking no\nPort %d\n' > $HOME/.ssh/config`, mpiSSHPort),
 	}
 	if role == RoleWorker {
-		steps := append([]string{"mkdir -p $HOME/.ssh $HOME/.ssh/host_keys $HOME/.ssh/run", "ls -la /ssh-pk/"}, setup...)
-		for _, k := range []string{"rsa", "ecdsa", "ed25519"} {
-			steps = append(steps, fmt.Sprintf("ssh-keygen -t %s -f $HOME/.ssh/host_keys/ssh_host_%s_key -N ''", k, k))
-		}
-		steps = append(steps,
-			fmt.Sprintf(`printf 'Port %d\nHostKey '$HOME'/.ssh/host_keys/ssh_host_rsa_key\nHostKey '$HOME'/.ssh/host_keys/ssh_host_ecdsa_key\nHostKey '$HOME'/.ssh/host_keys/ssh_host_ed25519_key\nPidFile '$HOME'/.ssh/run/sshd.pid\nStrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\nPubkeyAuthentication yes\nAuthorizedKeysFile '$HOME'/.ssh/authorized_keys\n' > $HOME/.ssh/sshd_config`, mpiSSHPort),
-			"/usr/sbin/sshd -D -f $HOME/.ssh/sshd_config")
-		main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{strings.Join(steps, " && ")}
-		main.LivenessProbe, main.StartupProbe = nil, nil
-		main.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(mpiSSHPort)}},
-			InitialDelaySeconds: 20, PeriodSeconds: 20, TimeoutSeconds: 5, FailureThreshold: 10}
+		trtllmWorker(main, setup)
 		return nil
 	}
+	c.trtllmLeader(main, setup, gang, n)
+	return nil
+}
+
+// trtllmWorker makes main a TensorRT-LLM worker: sshd on mpiSSHPort with the DGD's key,
+// ready when it listens.
+func trtllmWorker(main *corev1.Container, setup []string) {
+	steps := append([]string{"mkdir -p $HOME/.ssh $HOME/.ssh/host_keys $HOME/.ssh/run", "ls -la /ssh-pk/"}, setup...)
+	for _, k := range []string{"rsa", "ecdsa", "ed25519"} {
+		steps = append(steps, fmt.Sprintf("ssh-keygen -t %s -f $HOME/.ssh/host_keys/ssh_host_%s_key -N ''", k, k))
+	}
+	steps = append(steps,
+		fmt.Sprintf(`printf 'Port %d\nHostKey '$HOME'/.ssh/host_keys/ssh_host_rsa_key\nHostKey '$HOME'/.ssh/host_keys/ssh_host_ecdsa_key\nHostKey '$HOME'/.ssh/host_keys/ssh_host_ed25519_key\nPidFile '$HOME'/.ssh/run/sshd.pid\nStrictModes no\nPermitRootLogin yes\nPasswordAuthentication no\nPubkeyAuthentication yes\nAuthorizedKeysFile '$HOME'/.ssh/authorized_keys\n' > $HOME/.ssh/sshd_config`, mpiSSHPort),
+		"/usr/sbin/sshd -D -f $HOME/.ssh/sshd_config")
+	main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{strings.Join(steps, " && ")}
+	main.LivenessProbe, main.StartupProbe = nil, nil
+	main.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(mpiSSHPort)}},
+		InitialDelaySeconds: 20, PeriodSeconds: 20, TimeoutSeconds: 5, FailureThreshold: 10}
+}
+
+// trtllmLeader makes main the TensorRT-LLM leader: once every worker's name resolves
+// (where the gang needs it), it runs the model under mpirun over the gang's n pods.
+func (c Component) trtllmLeader(main *corev1.Container, setup []string, gang Gang, n int) {
 	hosts := []string{gang.LeaderHost()}
 	for i := 1; i < n; i++ {
 		hosts = append(hosts, gang.WorkerHost(i))
@@ -208,6 +232,14 @@ func (c Component) wireTRTLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n
 		original = shellJoin(append(append([]string(nil), main.Command...), main.Args...))
 	}
 	gpus := int(gpusPerPod(main, c.Spec.Resources))
+	steps = append(steps, fmt.Sprintf(`mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe -n %d -H %s --mca pml ob1 --mca plm_rsh_args "-p %d -o StrictHostKeyChecking=no -i $HOME/.ssh/id_rsa" %s bash -c 'trtllm-llmapi-launch %s'`,
+		n*gpus, strings.Join(hosts, ","), mpiSSHPort, strings.Join(mpiForwarded(main), " "), original))
+	main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{strings.Join(steps, " && ")}
+}
+
+// mpiForwarded are mpirun's -x flags, sorted: the container's variables and
+// trtllmForwardedEnv.
+func mpiForwarded(main *corev1.Container) []string {
 	forward := map[string]bool{}
 	for _, e := range main.Env {
 		forward[e.Name] = true
@@ -220,8 +252,5 @@ func (c Component) wireTRTLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n
 		names = append(names, "-x "+e)
 	}
 	sort.Strings(names)
-	steps = append(steps, fmt.Sprintf(`mpirun $([ "$(id -u)" = "0" ] && echo --allow-run-as-root) --oversubscribe -n %d -H %s --mca pml ob1 --mca plm_rsh_args "-p %d -o StrictHostKeyChecking=no -i $HOME/.ssh/id_rsa" %s bash -c 'trtllm-llmapi-launch %s'`,
-		n*gpus, strings.Join(hosts, ","), mpiSSHPort, strings.Join(names, " "), original))
-	main.Command, main.Args = []string{"/bin/sh", "-c"}, []string{strings.Join(steps, " && ")}
-	return nil
+	return names
 }

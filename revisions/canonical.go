@@ -51,19 +51,7 @@ func canonical(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.Dynamo
 	}
 	c.Envs = v1alpha1.MergeEnv(main.Env, c.Envs)
 	main.Env = nil
-
-	envFrom := slices.Clone(main.EnvFrom)
-	if c.EnvFromSecret != nil && *c.EnvFromSecret != "" {
-		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
-			LocalObjectReference: corev1.LocalObjectReference{Name: *c.EnvFromSecret}}})
-	}
-	c.EnvFromSecret, main.EnvFrom = nil, nil
-	if len(envFrom) == 1 && envFrom[0].Prefix == "" && envFrom[0].ConfigMapRef == nil && envFrom[0].SecretRef != nil &&
-		envFrom[0].SecretRef.Optional == nil && envFrom[0].SecretRef.Name != "" {
-		c.EnvFromSecret = &envFrom[0].SecretRef.Name
-	} else {
-		main.EnvFrom = envFrom
-	}
+	canonicalEnvFrom(c, &main)
 
 	if c.LivenessProbe == nil {
 		c.LivenessProbe = main.LivenessProbe
@@ -76,24 +64,7 @@ func canonical(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.Dynamo
 	c.Resources, main.Resources = canonicalResources(c.Resources, main.Resources)
 
 	main.Name = ""
-	if c.ExtraPodSpec != nil {
-		if apiequality.Semantic.DeepEqual(main, corev1.Container{}) {
-			c.ExtraPodSpec.MainContainer = nil
-		} else {
-			c.ExtraPodSpec.MainContainer = &main
-		}
-		if ps := c.ExtraPodSpec.PodSpec; ps != nil {
-			ps.Containers = slices.DeleteFunc(ps.Containers, func(x corev1.Container) bool { return x.Name == "main" })
-			if apiequality.Semantic.DeepEqual(*ps, corev1.PodSpec{}) {
-				c.ExtraPodSpec.PodSpec = nil
-			}
-		}
-		if c.ExtraPodSpec.PodSpec == nil && c.ExtraPodSpec.MainContainer == nil {
-			c.ExtraPodSpec = nil
-		}
-	} else if !apiequality.Semantic.DeepEqual(main, corev1.Container{}) {
-		c.ExtraPodSpec = &v1alpha1.ExtraPodSpec{MainContainer: &main}
-	}
+	placeMain(c, main)
 	if m := c.ExtraPodMetadata; m != nil && len(m.Annotations) == 0 && len(m.Labels) == 0 {
 		c.ExtraPodMetadata = nil
 	}
@@ -106,6 +77,49 @@ func canonical(s *v1alpha1.DynamoComponentDeploymentSharedSpec) *v1alpha1.Dynamo
 		}
 	}
 	return c
+}
+
+// canonicalEnvFrom moves envFromSecret and mainContainer's envFrom into one list, and
+// spells a list of one plain Secret as envFromSecret (see canonical).
+func canonicalEnvFrom(c *v1alpha1.DynamoComponentDeploymentSharedSpec, main *corev1.Container) {
+	envFrom := slices.Clone(main.EnvFrom)
+	if c.EnvFromSecret != nil && *c.EnvFromSecret != "" {
+		envFrom = append(envFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
+			LocalObjectReference: corev1.LocalObjectReference{Name: *c.EnvFromSecret}}})
+	}
+	c.EnvFromSecret, main.EnvFrom = nil, nil
+	if len(envFrom) == 1 && envFrom[0].Prefix == "" && envFrom[0].ConfigMapRef == nil && envFrom[0].SecretRef != nil &&
+		envFrom[0].SecretRef.Optional == nil && envFrom[0].SecretRef.Name != "" {
+		c.EnvFromSecret = &envFrom[0].SecretRef.Name
+	} else {
+		main.EnvFrom = envFrom
+	}
+}
+
+// placeMain puts what is left of mainContainer back into extraPodSpec (none when empty),
+// drops a "main" container from extraPodSpec.podSpec, and an extraPodSpec left empty.
+func placeMain(c *v1alpha1.DynamoComponentDeploymentSharedSpec, main corev1.Container) {
+	empty := apiequality.Semantic.DeepEqual(main, corev1.Container{})
+	if c.ExtraPodSpec == nil {
+		if !empty {
+			c.ExtraPodSpec = &v1alpha1.ExtraPodSpec{MainContainer: &main}
+		}
+		return
+	}
+	if empty {
+		c.ExtraPodSpec.MainContainer = nil
+	} else {
+		c.ExtraPodSpec.MainContainer = &main
+	}
+	if ps := c.ExtraPodSpec.PodSpec; ps != nil {
+		ps.Containers = slices.DeleteFunc(ps.Containers, func(x corev1.Container) bool { return x.Name == "main" })
+		if apiequality.Semantic.DeepEqual(*ps, corev1.PodSpec{}) {
+			c.ExtraPodSpec.PodSpec = nil
+		}
+	}
+	if c.ExtraPodSpec.PodSpec == nil && c.ExtraPodSpec.MainContainer == nil {
+		c.ExtraPodSpec = nil
+	}
 }
 
 // canonicalResources merges mainContainer's resources and the dedicated ones as render

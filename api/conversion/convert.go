@@ -82,12 +82,32 @@ func FromHub(src *v1beta1.DynamoGraphDeployment, dst *v1alpha1.DynamoGraphDeploy
 	if t := in.TopologyConstraint; t != nil {
 		out.TopologyConstraint = &v1alpha1.SpecTopologyConstraint{TopologyProfile: t.ClusterTopologyName, PackDomain: t.PackDomain}
 	}
-	keepOrder := !sort.SliceIsSorted(in.Components, func(i, j int) bool { return in.Components[i].ComponentName < in.Components[j].ComponentName })
+	save, err := servicesFromHub(in.Components, &spoke, out)
+	if err != nil {
+		return err
+	}
+	if !equal(save, v1beta1.DynamoGraphDeploymentSpec{}) {
+		payload, err := marshalPayload(&save)
+		if err != nil {
+			return err
+		}
+		setAnnotation(&dst.ObjectMeta.Annotations, AnnotationSpec, payload)
+	}
+	statusFromHub(&src.Status, &dst.Status)
+	return nil
+}
+
+// servicesFromHub converts v1beta1's components into out's services, with what the
+// v1alpha1 payload spoke saved put back, and returns the sparse v1beta1 spec of what
+// v1alpha1 cannot hold (a component's fields, or the components' order).
+func servicesFromHub(components []v1beta1.DynamoComponentDeploymentSharedSpec, spoke *v1alpha1.DynamoGraphDeploymentSpec,
+	out *v1alpha1.DynamoGraphDeploymentSpec) (v1beta1.DynamoGraphDeploymentSpec, error) {
+	keepOrder := !sort.SliceIsSorted(components, func(i, j int) bool { return components[i].ComponentName < components[j].ComponentName })
 	var save v1beta1.DynamoGraphDeploymentSpec
-	for i := range in.Components {
-		c := &in.Components[i]
+	for i := range components {
+		c := &components[i]
 		if _, dup := out.Services[c.ComponentName]; dup {
-			return fmt.Errorf("duplicate component name %q in spec.components", c.ComponentName)
+			return save, fmt.Errorf("duplicate component name %q in spec.components", c.ComponentName)
 		}
 		s := fromHubComponent(c)
 		if saved := spoke.Services[c.ComponentName]; saved != nil {
@@ -106,15 +126,7 @@ func FromHub(src *v1beta1.DynamoGraphDeployment, dst *v1alpha1.DynamoGraphDeploy
 			setService(&out.Services, name, nil)
 		}
 	}
-	if !equal(save, v1beta1.DynamoGraphDeploymentSpec{}) {
-		payload, err := marshalPayload(&save)
-		if err != nil {
-			return err
-		}
-		setAnnotation(&dst.ObjectMeta.Annotations, AnnotationSpec, payload)
-	}
-	statusFromHub(&src.Status, &dst.Status)
-	return nil
+	return save, nil
 }
 
 // emissionOrder is the order of v1beta1's components: by name, unless a v1beta1 payload

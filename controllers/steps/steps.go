@@ -117,83 +117,113 @@ func (o Output) Done(steps []Step) bool { return o.State.Index >= len(steps) }
 // reached and ready (or the rollout complete); a pause once its duration has passed
 // since it started, or when promoted. Several steps may end in one pass.
 func Run(in Input) Output {
-	st := in.State
-	if st.Index < 0 {
-		st.Index = 0
-	}
-	out := Output{}
-	end := func(why string) {
-		out.Ended = append(out.Ended, fmt.Sprintf("step %d of %d %s", st.Index+1, len(in.Steps), why))
-		st.Index++
-		st.Start = in.Now
+	r := &run{in: in, st: in.State}
+	if r.st.Index < 0 {
+		r.st.Index = 0
 	}
 	switch {
-	case st.Index >= len(in.Steps):
+	case r.st.Index >= len(in.Steps):
 	case in.Promotion.Full:
-		out.Ended = append(out.Ended, fmt.Sprintf("steps %d to %d of %d skipped: promoted in full", st.Index+1, len(in.Steps), len(in.Steps)))
-		st.Index, st.Start = len(in.Steps), in.Now
+		r.out.Ended = append(r.out.Ended, fmt.Sprintf("steps %d to %d of %d skipped: promoted in full", r.st.Index+1, len(in.Steps), len(in.Steps)))
+		r.st.Index, r.st.Start = len(in.Steps), in.Now
 	case in.NothingToRoll:
-		st.Index, st.Start = len(in.Steps), in.Now
+		r.st.Index, r.st.Start = len(in.Steps), in.Now
 	}
-	for st.Index < len(in.Steps) {
-		s := in.Steps[st.Index]
-		part := PartitionAt(in.Steps, st.Index)
-		if st.Index <= in.Promotion.Through {
-			if len(s.Analysis) > 0 {
-				j := judge(st.Index, s.Analysis, in.tallies(st), st.Start, in.Now)
-				j.Promoted = true
-				out.Analyses = append(out.Analyses, j.Judged)
-			}
-			end("promoted")
-			continue
+	for r.st.Index < len(in.Steps) {
+		if r.holdsAt() {
+			return r.out
 		}
+	}
+	r.out.State = r.st
+	return r.out
+}
+
+// run is one run of the machine: where it is in the steps, and its output so far.
+type run struct {
+	in  Input
+	st  State
+	out Output
+}
+
+// end ends the step the run is at, for why, and starts the next now.
+func (r *run) end(why string) {
+	r.out.Ended = append(r.out.Ended, fmt.Sprintf("step %d of %d %s", r.st.Index+1, len(r.in.Steps), why))
+	r.st.Index++
+	r.st.Start = r.in.Now
+}
+
+// where names the step the run is at: "step 2 of 3".
+func (r *run) where() string { return fmt.Sprintf("step %d of %d", r.st.Index+1, len(r.in.Steps)) }
+
+// holdsAt reports whether the step the run is at holds this pass (the output says how),
+// else ends it.
+func (r *run) holdsAt() bool {
+	s := r.in.Steps[r.st.Index]
+	part := PartitionAt(r.in.Steps, r.st.Index)
+	switch {
+	case r.st.Index <= r.in.Promotion.Through:
 		if len(s.Analysis) > 0 {
-			j := judge(st.Index, s.Analysis, in.tallies(st), st.Start, in.Now)
-			out.Analyses = append(out.Analyses, j.Judged)
-			if j.Phase == analysis.Successful {
-				end("analysis passed")
-				continue
-			}
-			out.State, out.Partition, out.Paused = st, part, true
-			where := fmt.Sprintf("step %d of %d", st.Index+1, len(in.Steps))
-			switch j.Phase {
-			case analysis.Failed:
-				out.Abort = j.Message
-				out.Message = where + ": analysis failed: " + j.Message
-			case analysis.Inconclusive:
-				out.Message = where + ": analysis inconclusive, promote or abort: " + j.Message
-			default:
-				out.Due, out.RequeueAt = j.due, j.next
-				out.Message = where + ": analysis running: " + j.Message
-			}
-			return out
+			j := judge(r.st.Index, s.Analysis, r.in.tallies(r.st), r.st.Start, r.in.Now)
+			j.Promoted = true
+			r.out.Analyses = append(r.out.Analyses, j.Judged)
 		}
-		if !s.Pause {
-			switch in.Phase(part, false) {
-			case planner.PhasePartitioned, planner.PhaseCompleted:
-				end("reached partition " + show(part))
-				continue
-			}
-			out.State, out.Partition = st, part
-			out.Message = fmt.Sprintf("step %d of %d: moving to partition %s", st.Index+1, len(in.Steps), show(part))
-			return out
+		r.end("promoted")
+		return false
+	case len(s.Analysis) > 0:
+		return r.analysisHolds(s, part)
+	case !s.Pause:
+		switch r.in.Phase(part, false) {
+		case planner.PhasePartitioned, planner.PhaseCompleted:
+			r.end("reached partition " + show(part))
+			return false
 		}
-		if s.Duration != nil {
-			until := st.Start.Add(*s.Duration)
-			if !in.Now.Before(until) {
-				end(fmt.Sprintf("paused for %s", *s.Duration))
-				continue
-			}
-			out.State, out.Partition, out.Paused, out.RequeueAt = st, part, true, until
-			out.Message = fmt.Sprintf("step %d of %d: paused for %s, until %s", st.Index+1, len(in.Steps), *s.Duration, until.UTC().Format(time.RFC3339))
-			return out
-		}
-		out.State, out.Partition, out.Paused = st, part, true
-		out.Message = fmt.Sprintf("step %d of %d: paused until promoted", st.Index+1, len(in.Steps))
-		return out
+		r.out.State, r.out.Partition = r.st, part
+		r.out.Message = r.where() + ": moving to partition " + show(part)
+		return true
 	}
-	out.State = st
-	return out
+	return r.pauseHolds(s, part)
+}
+
+// analysisHolds judges the analysis step the run is at: it ends once passed, and
+// otherwise holds while it runs, until promoted when inconclusive, or asking for an
+// abort when failed.
+func (r *run) analysisHolds(s Step, part *planner.IntOrPercent) bool {
+	j := judge(r.st.Index, s.Analysis, r.in.tallies(r.st), r.st.Start, r.in.Now)
+	r.out.Analyses = append(r.out.Analyses, j.Judged)
+	if j.Phase == analysis.Successful {
+		r.end("analysis passed")
+		return false
+	}
+	r.out.State, r.out.Partition, r.out.Paused = r.st, part, true
+	switch j.Phase {
+	case analysis.Failed:
+		r.out.Abort = j.Message
+		r.out.Message = r.where() + ": analysis failed: " + j.Message
+	case analysis.Inconclusive:
+		r.out.Message = r.where() + ": analysis inconclusive, promote or abort: " + j.Message
+	default:
+		r.out.Due, r.out.RequeueAt = j.due, j.next
+		r.out.Message = r.where() + ": analysis running: " + j.Message
+	}
+	return true
+}
+
+// pauseHolds holds at the pause step the run is at: until its duration has passed
+// since it started, or until promoted.
+func (r *run) pauseHolds(s Step, part *planner.IntOrPercent) bool {
+	if s.Duration != nil {
+		until := r.st.Start.Add(*s.Duration)
+		if !r.in.Now.Before(until) {
+			r.end(fmt.Sprintf("paused for %s", *s.Duration))
+			return false
+		}
+		r.out.State, r.out.Partition, r.out.Paused, r.out.RequeueAt = r.st, part, true, until
+		r.out.Message = fmt.Sprintf("%s: paused for %s, until %s", r.where(), *s.Duration, until.UTC().Format(time.RFC3339))
+		return true
+	}
+	r.out.State, r.out.Partition, r.out.Paused = r.st, part, true
+	r.out.Message = r.where() + ": paused until promoted"
+	return true
 }
 
 // tallies are the recorded measurements of the step st is at: only the step the run

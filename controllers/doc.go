@@ -1,0 +1,23 @@
+// Package controllers holds the DynamoGraphDeployment reconciler. A pass over one DGD
+// is three steps, each a value handed to the next:
+//
+//  1. observe (observe.go) reads, and writes nothing: the DGD (past the cache when the
+//     cache predates the operator's own last status write, reconciler.go fresh), its
+//     workloads on every backend with their pods counted and their readiness as
+//     Dynamo's discovery routes it (discovery.go), whether the cache shows the
+//     operator's last writes (expectations.go), its ControllerRevisions, the other
+//     objects it owns and the objects its pods need. The result is a decide.Snapshot.
+//  2. decide (controllers/decide) is a pure function of the Snapshot: decide.Decide
+//     returns a decide.Decision, the writes in order, the status, the Events, the
+//     metrics and the next requeue. When it needs more than the Snapshot holds (a
+//     Grove workload's name, an analysis query due now, the pods the scheduler could
+//     not place) it says so in Decision.Needs; the reconciler reads that into the
+//     Snapshot (observeMore) and decides again.
+//  3. execute (execute.go) makes the writes in order through the backends, the revision
+//     history and the client; the first that fails ends it, and the decide.Outcome says
+//     what was made. Decision.Conclude folds the Outcome into the status, and report
+//     (report.go) writes the status and emits the Events.
+//
+// setup.go registers the controller and its watches; metrics.go the operator's
+// metrics; unschedulable.go shares a namespace's unschedulable pods among its DGDs.
+package controllers
