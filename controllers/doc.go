@@ -1,12 +1,13 @@
-// Package controllers holds the DynamoGraphDeployment reconciler. A pass over one DGD
-// is three steps, each a value handed to the next:
+// Package controllers holds the DynamoGraphDeployment reconciler (reconciler.go). A pass
+// over one DGD (pass.go, Reconcile) is three steps, each a value handed to the next:
 //
-//  1. observe (observe.go) reads, and writes nothing: the DGD (past the cache when the
-//     cache predates the operator's own last status write, reconciler.go fresh), its
-//     workloads on every backend with their pods counted and their readiness as
-//     Dynamo's discovery routes it (discovery.go), whether the cache shows the
-//     operator's last writes (expectations.go), its ControllerRevisions, the other
-//     objects it owns and the objects its pods need. The result is a decide.Snapshot.
+//  1. read (pass.go) reads the DGD, past the cache when the cache predates the
+//     operator's own last status write; observe (observe.go) reads the rest, and
+//     writes nothing: the DGD's workloads on every backend with their pods counted and
+//     their readiness as Dynamo's discovery routes it (discovery.go), whether the cache
+//     shows the operator's last writes (expectations.go), its ControllerRevisions, the
+//     other objects it owns and the objects its pods need. The result is a
+//     decide.Snapshot.
 //  2. decide (controllers/decide) is a pure function of the Snapshot: decide.Decide
 //     returns a decide.Decision, the writes in order, the status, the Events, the
 //     metrics and the next requeue. When it needs more than the Snapshot holds (a

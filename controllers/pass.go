@@ -1,0 +1,133 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/decide"
+)
+
+// Reconcile brings one DGD a step closer to its spec, in the order the package doc
+// gives: read the DGD, observe, decide (observing more when the decision asks), make
+// the writes, report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	dgd, err := r.read(ctx, req)
+	if dgd == nil || err != nil {
+		return ctrl.Result{}, err
+	}
+	s, err := r.observe(ctx, dgd)
+	if err != nil {
+		return r.result(ctx, req, decide.Report{}, err)
+	}
+	d, err := r.decide(ctx, s)
+	if err != nil {
+		return r.result(ctx, req, decide.Report{}, err)
+	}
+	if d.Wait != "" {
+		// Act on nothing until the cache shows our last write: the cache event that
+		// satisfies the expectation requeues us; if someone else wrote the workload
+		// meanwhile, the expectation expires instead.
+		log.FromContext(ctx).V(1).Info("waiting for the cache to show the last write", "workload", d.Wait)
+		return ctrl.Result{RequeueAfter: expectationTTL}, nil
+	}
+	out := r.execute(ctx, s, d)
+	rep := d.Conclude(out)
+	err = r.report(ctx, s, rep, out)
+	return r.result(ctx, req, rep, errors.Join(d.Err, out.Err, err))
+}
+
+// read reads the DGD (nil when it is gone or being deleted: owner references
+// garbage-collect every workload and revision), past the cache when the cache predates
+// the operator's own last status write.
+func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1alpha1.DynamoGraphDeployment, error) {
+	var dgd v1alpha1.DynamoGraphDeployment
+	if err := r.Client.Get(ctx, req.NamespacedName, &dgd); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req)
+		}
+		return nil, client.IgnoreNotFound(err)
+	}
+	if err := r.fresh(ctx, &dgd); err != nil {
+		return nil, client.IgnoreNotFound(err)
+	}
+	if !dgd.DeletionTimestamp.IsZero() {
+		r.forget(req)
+		return nil, nil
+	}
+	return &dgd, nil
+}
+
+// forget drops what the operator keeps of a DGD that is gone: its metrics series and
+// its last status write's version.
+func (r *Reconciler) forget(req ctrl.Request) {
+	ForgetDGD(req.Namespace, req.Name)
+	r.statusRV.Delete(req.NamespacedName)
+}
+
+// maxRounds bounds the rounds of observing more for one decision: each answers every
+// need the decision before it had, and a decision asks for at most a measurement of
+// each analysis step (32 at most), workload names and the unscheduled pods.
+const maxRounds = 40
+
+// decide decides the pass from the snapshot, reading into it what the decision needs
+// and deciding again until it needs nothing more.
+func (r *Reconciler) decide(ctx context.Context, s *decide.Snapshot) (decide.Decision, error) {
+	for range maxRounds {
+		d := decide.Decide(s)
+		if !d.Needs.Any() {
+			if d.Metrics.RevisionsKept >= 0 {
+				ObserveRevisionsKept(s.DGD.Namespace, s.DGD.Name, d.Metrics.RevisionsKept)
+			}
+			for _, m := range d.Measured {
+				AnalysisMeasurements.WithLabelValues(s.DGD.Namespace, s.DGD.Name, string(m.Measurement.Phase)).Inc()
+			}
+			logMeasured(ctx, d)
+			return d, nil
+		}
+		if err := r.observeMore(ctx, s, d.Needs); err != nil {
+			return decide.Decision{}, err
+		}
+	}
+	return decide.Decision{}, fmt.Errorf("deciding %s/%s: still needs more to observe after %d rounds", s.DGD.Namespace, s.DGD.Name, maxRounds)
+}
+
+// result is the pass's answer to the work queue: a conflict retries at once, an error
+// with backoff (counted), else the soonest pass the report asked for.
+func (r *Reconciler) result(ctx context.Context, req ctrl.Request, rep decide.Report, err error) (ctrl.Result, error) {
+	if err != nil {
+		if apierrors.IsConflict(err) {
+			log.FromContext(ctx).V(1).Info("conflict, requeueing", "error", err.Error())
+			return ctrl.Result{Requeue: true}, nil
+		}
+		ObserveReconcileError(req.Namespace, req.Name)
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+}
+
+// fresh replaces a cached DGD that predates the operator's own last status write with
+// the API server's. Status writes start no pass, so a pass a workload event starts
+// right after one can find the cache a write behind: its status write would conflict
+// (a wasted pass and a rate-limited retry) and it would judge the step from a status
+// it had already replaced (an Event said twice). Resource versions compare as numbers
+// (k8s.io/apimachinery/pkg/util/resourceversion, KEP-5504); one that does not parse
+// keeps the cached DGD, and a conflict then retries as before.
+func (r *Reconciler) fresh(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) error {
+	wrote, ok := r.statusRV.Load(client.ObjectKeyFromObject(dgd))
+	if !ok || r.APIReader == nil {
+		return nil
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(dgd.ResourceVersion, wrote.(string)); err != nil || cmp >= 0 {
+		return nil
+	}
+	StaleReads.Inc()
+	return r.APIReader.Get(ctx, client.ObjectKeyFromObject(dgd), dgd)
+}
