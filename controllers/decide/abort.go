@@ -20,15 +20,6 @@ import (
 // from its first step, as attempt N+1. Stable services (frontend, planner) stay as the
 // spec says: the abort concerns the workers the rollout was moving.
 
-// attempt is the try of this rollout and its abort.
-type attempt struct {
-	number int32
-	// abort says why the rollout was aborted (nil: it was not).
-	abort *v1alpha1.AbortStatus
-	// retried: this pass started the attempt (a retry of an abort).
-	retried bool
-}
-
 // resolveAbort reads the abort state of this rollout: the recorded abort and attempt of
 // the same worker rollout, then a retry or a manual abort the annotations ask for.
 func resolveAbort(v *view, h *history, d *draft) attempt {
@@ -65,10 +56,10 @@ func startAbort(v *view, h *history, d *draft, reason, msg string) *v1alpha1.Abo
 		StableRevision: stable.Name, StableRevisionNumber: stable.Number}
 }
 
-// goal picks the revision this pass rolls the workers to: the update revision, or, once
+// goalOf picks the revision this pass rolls the workers to: the update revision, or, once
 // aborted, the stable one, with the DGD its worker services are rendered from (its
 // services as that revision recorded them, replicas as the spec has them).
-func goal(v *view, h *history, a attempt) (revisions.Ref, *v1alpha1.DynamoGraphDeployment, error) {
+func goalOf(v *view, h *history, a attempt) (revisions.Ref, *v1alpha1.DynamoGraphDeployment, error) {
 	if a.abort == nil {
 		return h.update, v.dgd, nil
 	}

@@ -12,22 +12,11 @@ import (
 	"github.com/dgd-rollout/operator/backends"
 )
 
-// report is what Conclude needs of the pass besides the Decision: the DGD as read, the
-// clock, and the name conflicts Decide found.
-type report struct {
-	dgd       *v1alpha1.DynamoGraphDeployment
-	now       time.Time
-	conflicts []string
-	// stopped: the status is a stopped pass's (InvalidSpec): conflicts the writes find
-	// do not change it.
-	stopped bool
-}
-
-// stopped is the Decision of a pass that stopped before it could decide the whole DGD
+// stop is the Decision of a pass that stopped before it could decide the whole DGD
 // (an invalid spec, a workload name someone else holds): Ready False and Stalled True
 // with reason and msg, and a Warning Event of that reason when it is news. The status
 // keeps its counts from the last whole pass. Writes decided before the stop stay.
-func stopped(s *Snapshot, d *draft, reason, msg string) Decision {
+func stop(s *Snapshot, d *draft, reason, msg string) Decision {
 	st, ev := stoppedStatus(s.DGD, s.Now, reason, msg)
 	dec := Decision{Writes: d.Writes, Status: st, Metrics: d.Metrics, Requeue: d.Requeue,
 		report: report{dgd: s.DGD, now: s.Now, conflicts: d.conflicts, stopped: true}}

@@ -17,7 +17,7 @@ func Decide(s *Snapshot) Decision {
 	v, invalid := newView(s, &d.Needs)
 	switch {
 	case invalid != "":
-		return stopped(s, d, v1alpha1.ReasonInvalidSpec, invalid)
+		return stop(s, d, v1alpha1.ReasonInvalidSpec, invalid)
 	case s.Stale != "":
 		return Decision{Wait: s.Stale, Metrics: d.Metrics}
 	}
@@ -27,13 +27,13 @@ func Decide(s *Snapshot) Decision {
 		return failed(d, err)
 	}
 	platform(v, d)
-	stable(v, d)
+	ensureStable(v, d)
 	a := resolveAbort(v, h, d)
 	st, err := runSteps(v, h, &a, d)
 	var bad *invalidSpec
 	switch {
 	case errors.As(err, &bad):
-		return stopped(s, d, v1alpha1.ReasonInvalidSpec, bad.msg)
+		return stop(s, d, v1alpha1.ReasonInvalidSpec, bad.msg)
 	case d.Needs.Any():
 		return Decision{Needs: d.Needs}
 	}
@@ -43,13 +43,13 @@ func Decide(s *Snapshot) Decision {
 // decideWorkers decides, once the steps have said what holds, the workers' writes, the
 // Services and the status.
 func decideWorkers(v *view, h *history, a attempt, st stepped, d *draft) Decision {
-	g, goalDGD, err := goal(v, h, a)
+	g, goalDGD, err := goalOf(v, h, a)
 	if err != nil {
 		return failed(d, err)
 	}
 	h.goal = g
 	c := course{h: h, goalDGD: goalDGD, aborted: a.abort != nil, hold: st.hold}
-	m := rollout(v, c, d)
+	m := moveWorkers(v, c, d)
 	res := result(v, c, m, d)
 	l := leaves{c: c, a: a, steps: st, res: res, after: planner.Compute(c.input(v, res))}
 	services(v, h, res, d)

@@ -238,3 +238,14 @@ type Report struct {
 	// Requeue is the soonest next pass (0: none).
 	Requeue time.Duration
 }
+
+// report is what Conclude needs of the pass besides the Decision: the DGD as read, the
+// clock, and the name conflicts Decide found.
+type report struct {
+	dgd       *v1alpha1.DynamoGraphDeployment
+	now       time.Time
+	conflicts []string
+	// stopped: the status is a stopped pass's (InvalidSpec): conflicts the writes find
+	// do not change it.
+	stopped bool
+}

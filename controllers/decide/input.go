@@ -7,18 +7,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/controllers/planner"
-	"github.com/dgd-rollout/operator/controllers/steps"
 )
-
-// course is where the workers are headed this pass: the revision they move to (goal,
-// in h), the DGD their services render from, whether the rollout is aborted, and the
-// hold of spec.rollout.steps (nil without steps). The planner's input is built from it.
-type course struct {
-	h       *history
-	goalDGD *v1alpha1.DynamoGraphDeployment
-	aborted bool
-	hold    *steps.Output
-}
 
 // input builds the planner's input from the spec, the course and a set of worker
 // workloads (the observed ones, or those a pass leaves).

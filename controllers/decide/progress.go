@@ -12,17 +12,6 @@ import (
 	"github.com/dgd-rollout/operator/controllers/steps"
 )
 
-// leaves is what the pass leaves, as the status reports it: the workloads (res), the
-// planner's view of them (after: the phase the status reports), the course and the
-// steps.
-type leaves struct {
-	c     course
-	a     attempt
-	steps stepped
-	res   []Workload
-	after planner.Plan
-}
-
 // rollingUpdate sets status.rollingUpdate: phase, times, updated services, the step and
 // analyses of spec.rollout.steps, the abort, and the progress deadline. It queues an
 // Event on every phase change, and marks where the Event of the pass's writes goes.

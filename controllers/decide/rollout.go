@@ -9,18 +9,11 @@ import (
 	"github.com/dgd-rollout/operator/controllers/planner"
 )
 
-// moves are the worker writes of a pass: the plan the planner made for the observed
-// workloads, and the workloads it creates.
-type moves struct {
-	plan    planner.Plan
-	created []Workload
-}
-
-// rollout asks the planner for this pass's replica targets and decides their writes:
+// moveWorkers asks the planner for this pass's replica targets and decides their writes:
 // every decrease first, then every increase (creating missing workloads of the goal
 // revision), so that surge and availability hold between the individual writes too;
 // then the deletion of old revisions whose pools are drained.
-func rollout(v *view, c course, d *draft) moves {
+func moveWorkers(v *view, c course, d *draft) moves {
 	m := moves{plan: planner.Compute(c.input(v, v.workers()))}
 	d.Targets = m.plan.Targets
 	decreases(v, c, m.plan, d)

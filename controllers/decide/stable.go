@@ -6,12 +6,12 @@ import (
 	"github.com/dgd-rollout/operator/backends"
 )
 
-// stable decides the writes of every non-worker service (frontend, planner, anything
+// ensureStable decides the writes of every non-worker service (frontend, planner, anything
 // else): each backend's pool of them ensured (created, or updated in place), and the
 // stable workloads of services that are gone deleted. On a StableSideBySide backend a
 // new template is a new workload beside the old one; the old one goes once the new one
 // has the availability a Deployment's default rolling update keeps (replacedBy).
-func stable(v *view, d *draft) {
+func ensureStable(v *view, d *draft) {
 	pools := map[string]*backends.Pool{}
 	says := map[string][]string{}
 	var order []string

@@ -19,16 +19,6 @@ import (
 	"github.com/dgd-rollout/operator/revisions"
 )
 
-// stepped is the outcome of spec.rollout.steps for this pass.
-type stepped struct {
-	// hold is the step machine's decision (nil without steps, or once aborted).
-	hold *steps.Output
-	// analyses are status.rollingUpdate.analyses as the pass leaves them.
-	analyses []v1alpha1.AnalysisStatus
-	// count is the number of steps.
-	count int
-}
-
 // runSteps decides, for a DGD with spec.rollout.steps, the hold of this pass: the step
 // machine (package steps) runs on the observed workloads with the planner's phase for
 // each candidate hold, the step state the status recorded for the same worker rollout,
