@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -144,6 +147,11 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 		if w.Terminating {
 			continue
 		}
+		if drains[groupOf(w)] || p.target(w.Key, w.Replicas) < w.Replicas {
+			if err := p.announceRecreate(ctx, w); err != nil {
+				return err
+			}
+		}
 		if drains[groupOf(w)] {
 			if err := p.delete(ctx, w, fmt.Sprintf("revision %d drained", p.revisionOf(w.Hash))); err != nil {
 				return err
@@ -156,6 +164,28 @@ func (p *pass) applyDecreases(ctx context.Context) error {
 			}
 		}
 	}
+	return nil
+}
+
+// announceRecreate writes Ready=False (ReasonRecreating) before the first write of a
+// Recreate rollout that takes an old revision's pods away, when the DGD still reports
+// Ready: the status of the pass comes only after its writes, and a whole Grove
+// PodCliqueSet deleted, or its discovery Services pruned, leaves the graph unroutable
+// before then. Once per rollout: the next pass finds Ready already False.
+func (p *pass) announceRecreate(ctx context.Context, w observed) error {
+	if p.dgd.RolloutOrDefault().Strategy != v1alpha1.RecreateStrategy || w.Hash == "" || w.Hash == p.goalHash() ||
+		!meta.IsStatusConditionTrue(p.dgd.Status.Conditions, v1alpha1.ConditionReady) {
+		return nil
+	}
+	meta.SetStatusCondition(&p.dgd.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRecreating,
+		Message:            fmt.Sprintf("Recreate: revision %d is taken down before revision %d starts", p.revisionOf(w.Hash), p.revisionOf(p.goalHash())),
+		ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now),
+	})
+	if err := p.r.Client.Status().Update(ctx, p.dgd); err != nil {
+		return fmt.Errorf("updating status of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
+	}
+	p.r.statusRV.Store(client.ObjectKeyFromObject(p.dgd), p.dgd.ResourceVersion)
 	return nil
 }
 
