@@ -6,12 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +29,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 
+	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/cluster"
 )
 
@@ -281,5 +286,127 @@ func TestChartRBAC(t *testing.T) {
 	}
 	if !slices.Contains(own, " secrets * create") {
 		t.Errorf("namespace-scoped: the release namespace's Role cannot create the webhook's Secret: %v", own)
+	}
+}
+
+// managerFlags are the flags `manager [apply-crds] --help` lists.
+func managerFlags(t *testing.T, sub ...string) map[string]bool {
+	t.Helper()
+	bin, err := managerBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := exec.Command(bin, append(sub, "--help")...).CombinedOutput() // exits 2 after the usage
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+-([a-z0-9-]+)`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[1]] = true
+	}
+	if len(flags) < 5 {
+		t.Fatalf("manager %v --help listed %d flags:\n%s", sub, len(flags), out)
+	}
+	return flags
+}
+
+func checkFlags(t *testing.T, what string, args []string, known map[string]bool) {
+	t.Helper()
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !strings.HasPrefix(a, "--") || !known[name] {
+			t.Errorf("%s passes %q, which the manager does not take", what, a)
+		}
+	}
+}
+
+// TestChartWiring renders the chart with every option on and checks that its pieces
+// fit: every flag it passes is one the binary takes; the webhook and metrics Services
+// select the manager's pods and name its ports; the ServiceMonitor selects the metrics
+// Service's port; with cert-manager, the Certificate's Secret is what the manager
+// mounts at its cert dir, its names are the webhook Service's, and the init container
+// annotates the CRD with that Certificate.
+func TestChartWiring(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the manager")
+	}
+	const ns = "ops"
+	objs := render(t, "r", ns, values(t, fullValues))
+	dep := into[appsv1.Deployment](t, find(objs, "Deployment", ns, "r-dgd-rollout"))
+	pod := dep.Spec.Template
+	manager, initc := pod.Spec.Containers[0], pod.Spec.InitContainers[0]
+	checkFlags(t, "the manager container", manager.Args, managerFlags(t))
+	checkFlags(t, "the apply-crds init container", initc.Args, managerFlags(t, "apply-crds"))
+	if !slices.Equal(initc.Command, []string{"/manager", "apply-crds"}) || initc.Image != manager.Image {
+		t.Errorf("init container %v %s, manager image %s", initc.Command, initc.Image, manager.Image)
+	}
+	arg := func(c corev1.Container, flag string) string {
+		for _, a := range c.Args {
+			if v, ok := strings.CutPrefix(a, "--"+flag+"="); ok {
+				return v
+			}
+		}
+		return ""
+	}
+	ports := map[string]bool{}
+	for _, p := range manager.Ports {
+		ports[p.Name] = true
+	}
+	for _, svc := range ofKind(objs, "Service") {
+		s := into[corev1.Service](t, svc)
+		for k, v := range s.Spec.Selector {
+			if pod.Labels[k] != v {
+				t.Errorf("Service %s selects %s=%s, which the manager's pods lack", s.Name, k, v)
+			}
+		}
+		for _, p := range s.Spec.Ports {
+			if !ports[p.TargetPort.String()] {
+				t.Errorf("Service %s targets port %s, which the manager does not name", s.Name, p.TargetPort.String())
+			}
+		}
+	}
+	webhookSvc := arg(manager, "webhook-service-name")
+	if find(objs, "Service", ns, webhookSvc) == nil || arg(initc, "webhook-service-name") != webhookSvc {
+		t.Errorf("the manager's and init container's webhook Service %q, %q: not rendered", webhookSvc, arg(initc, "webhook-service-name"))
+	}
+	sm := find(objs, "ServiceMonitor", ns, "r-dgd-rollout")
+	metrics := into[corev1.Service](t, find(objs, "Service", ns, "r-dgd-rollout-metrics"))
+	if sm == nil {
+		t.Fatal("no ServiceMonitor")
+	}
+	sel, _, _ := unstructured.NestedStringMap(sm.Object, "spec", "selector", "matchLabels")
+	for k, v := range sel {
+		if metrics.Labels[k] != v {
+			t.Errorf("the ServiceMonitor selects %s=%s, which the metrics Service lacks", k, v)
+		}
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 1 || eps[0].(map[string]any)["port"] != metrics.Spec.Ports[0].Name {
+		t.Errorf("ServiceMonitor endpoints %v, metrics Service port %s", eps, metrics.Spec.Ports[0].Name)
+	}
+
+	cert := find(objs, "Certificate", ns, "r-dgd-rollout-webhook")
+	if cert == nil || find(objs, "Issuer", ns, "r-dgd-rollout-selfsigned") == nil {
+		t.Fatal("cert-manager mode renders no Certificate or Issuer")
+	}
+	secretName, _, _ := unstructured.NestedString(cert.Object, "spec", "secretName")
+	dns, _, _ := unstructured.NestedStringSlice(cert.Object, "spec", "dnsNames")
+	if want := app.DNSNames(webhookSvc, ns); !slices.Equal(dns, want) {
+		t.Errorf("Certificate dnsNames %v, want the webhook Service's %v", dns, want)
+	}
+	if arg(manager, "webhook-cert-mode") != app.CertManager || arg(initc, "inject-ca-from") != ns+"/"+cert.GetName() {
+		t.Errorf("cert-manager mode: manager %q, init container inject-ca-from %q", arg(manager, "webhook-cert-mode"), arg(initc, "inject-ca-from"))
+	}
+	certDir := arg(manager, "webhook-cert-dir")
+	mounted := false
+	for _, m := range manager.VolumeMounts {
+		for _, v := range pod.Spec.Volumes {
+			if v.Name == m.Name && m.MountPath == certDir && v.Secret != nil && v.Secret.SecretName == secretName {
+				mounted = true
+			}
+		}
+	}
+	if !mounted {
+		t.Errorf("the Certificate's Secret %s is not mounted at --webhook-cert-dir %s", secretName, certDir)
+	}
+	if sc := manager.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation || pod.Spec.SecurityContext.RunAsNonRoot == nil || !*pod.Spec.SecurityContext.RunAsNonRoot {
+		t.Errorf("the manager is not non-root with a read-only root filesystem: %+v %+v", sc, pod.Spec.SecurityContext)
 	}
 }

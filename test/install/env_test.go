@@ -62,6 +62,9 @@ var (
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(zap.New(zap.WriteTo(io.Discard)))
 	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
 	if shared != nil {
 		_ = shared.cl.Stop()
 		_ = os.RemoveAll(shared.dir)
@@ -85,7 +88,7 @@ func getEnv(t *testing.T) *env {
 			return
 		}
 		shared = e
-		if e.bin, setupErr = opproc.Build(cluster.RepoRoot(), e.dir); setupErr != nil {
+		if e.bin, setupErr = managerBinary(); setupErr != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -106,6 +109,23 @@ func getEnv(t *testing.T) *env {
 		t.Fatal(setupErr)
 	}
 	return shared
+}
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	binPath   string
+	buildErr  error
+)
+
+// managerBinary builds cmd/manager once for the package's tests (removed by TestMain).
+func managerBinary() (string, error) {
+	buildOnce.Do(func() {
+		if binDir, buildErr = os.MkdirTemp("", "dgd-install-bin-"); buildErr == nil {
+			binPath, buildErr = opproc.Build(cluster.RepoRoot(), binDir)
+		}
+	})
+	return binPath, buildErr
 }
 
 // saKubeconfig writes a kubeconfig that authenticates as ServiceAccount ns/name with a
