@@ -300,8 +300,16 @@ func (r *container) tail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// run runs an init container to completion (a minute at most).
+// run runs an init container to completion (a minute at most), which must succeed.
 func (e *env) run(t *testing.T, r *container) {
+	t.Helper()
+	if err := e.runErr(t, r); err != nil {
+		t.Fatalf("init container %s: %v\n%s", r.spec.Name, err, r.tail(30))
+	}
+}
+
+// runErr runs an init container to completion (a minute at most) and returns its exit.
+func (e *env) runErr(t *testing.T, r *container) error {
 	t.Helper()
 	e.start(t, r)
 	select {
@@ -309,9 +317,7 @@ func (e *env) run(t *testing.T, r *container) {
 	case <-time.After(time.Minute):
 		t.Fatalf("init container %s still running after a minute:\n%s", r.spec.Name, r.tail(30))
 	}
-	if err := r.proc.Err(); err != nil {
-		t.Fatalf("init container %s: %v\n%s", r.spec.Name, err, r.tail(30))
-	}
+	return r.proc.Err()
 }
 
 // localPort is the local port of a probe's port (a name or number of the container's).

@@ -41,7 +41,7 @@ func kubectlApply(t *testing.T, e *env, objs []*unstructured.Unstructured) {
 // against the local control plane: config/default built with kustomize's own library at
 // kubectl's version (sigs.k8s.io/kustomize/api v0.21.1, which k8s.io/cli-runtime v0.36.2
 // vendors into kubectl), every object accepted server-side (the CRD is past client-side
-// apply's 262,144-byte annotation), the manager started from the Deployment's args and
+// apply's 262,144-byte annotation), in kubectl's order, the manager started from the Deployment's args and
 // env under its ServiceAccount and config/rbac, its webhook certificate made and the CRD
 // pointed at its Service, and the same apply run again (an upgrade) without a conflict
 // over the fields the manager wrote since.
@@ -50,7 +50,11 @@ func TestKustomize(t *testing.T) {
 	ctx := context.Background()
 	begin := time.Now()
 	e.deleteCRD(t)
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	// kubectl's -k: k8s.io/cli-runtime v0.36.2 pkg/resource/kustomizevisitor.go, Visit
+	// (default options, legacy reordering: Namespaces and CRDs first).
+	opts := krusty.MakeDefaultOptions()
+	opts.Reorder = krusty.ReorderOptionLegacy
+	k := krusty.MakeKustomizer(opts)
 	res, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(cluster.RepoRoot(), "config", "default"))
 	if err != nil {
 		t.Fatalf("kustomize build config/default: %v", err)
@@ -82,6 +86,19 @@ func TestKustomize(t *testing.T) {
 		t.Errorf("re-applying config/default dropped the caBundle the manager injected")
 	}
 	op.stop()
+
+	// Without a CRD (helm install --skip-crds), apply-crds under the same RBAC (patch on
+	// the CRD by name) cannot create it: the API server authorizes an apply that creates
+	// as a create, which the operator is not granted (it would cover every CRD). It says
+	// so, and what to do.
+	e.deleteCRD(t)
+	sa := dep.Spec.Template.Spec.ServiceAccountName
+	apply := corev1.Container{Name: "apply-crds", Command: []string{"/manager", "apply-crds"},
+		Args: []string{"--webhook-service-name=dgd-rollout-webhook-service", "--webhook-service-namespace=" + ns}}
+	r := prepare(t, apply, ns, e.saKubeconfig(t, ns, sa))
+	if err := e.runErr(t, r); err == nil || len(r.logHas("install it first")) == 0 {
+		t.Errorf("apply-crds without a CRD: %v, want a refusal saying to install the CRD first:\n%s", err, r.tail(5))
+	}
 	for i := len(objs) - 1; i >= 0; i-- {
 		if objs[i].GetKind() != "CustomResourceDefinition" {
 			_ = e.k8s.Delete(ctx, objs[i])

@@ -128,8 +128,13 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 	obj := &apiextensionsv1.CustomResourceDefinition{}
 	obj.Name = want.Name
 	force := true
-	if err := c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, raw),
-		&client.PatchOptions{FieldManager: CRDFieldManager, Force: &force}); err != nil {
+	err = c.Patch(ctx, obj, client.RawPatch(types.ApplyPatchType, raw), &client.PatchOptions{FieldManager: CRDFieldManager, Force: &force})
+	if apierrors.IsForbidden(err) && apierrors.IsNotFound(c.Get(ctx, client.ObjectKey{Name: want.Name}, obj)) {
+		// An apply that creates is authorized as a create, which the operator's RBAC does
+		// not grant (it would cover every CRD of the cluster).
+		return fmt.Errorf("CRD %s does not exist and this ServiceAccount may only update it: install it first (Helm's crds/, i.e. helm install without --skip-crds, or kubectl apply --server-side -f config/crd/bases): %w", want.Name, err)
+	}
+	if err != nil {
 		return fmt.Errorf("applying CRD %s server-side: %w", want.Name, err)
 	}
 	return nil
