@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/prometheus/client_golang/api"
@@ -28,7 +29,13 @@ type Prometheus struct {
 
 // NewPrometheus returns a Querier for the Prometheus at address (http://host:port).
 func NewPrometheus(address string) (*Prometheus, error) {
-	c, err := api.NewClient(api.Config{Address: address})
+	return NewPrometheusWith(address, nil)
+}
+
+// NewPrometheusWith is NewPrometheus over rt (TLS and credentials; nil: Go's default
+// transport).
+func NewPrometheusWith(address string, rt http.RoundTripper) (*Prometheus, error) {
+	c, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
 	if err != nil {
 		return nil, fmt.Errorf("prometheus client for %q: %w", address, err)
 	}

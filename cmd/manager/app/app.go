@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
@@ -124,8 +125,15 @@ type Options struct {
 	// (http://host:9090). Empty: Platform.PrometheusEndpoint when set; with neither,
 	// every query errs and an analysis is inconclusive (the rollout holds for a person).
 	PrometheusURL string
+	// Prometheus is how PrometheusURL is reached (TLS, bearer token).
+	Prometheus PrometheusClient
 	// Querier, when set, answers the analysis queries instead (tests).
 	Querier analysis.Querier
+	// WatchNamespaces, when set, restricts the operator to these namespaces: its cache
+	// lists and watches them alone, so Roles in them (and the one ClusterRole rule for
+	// its own CRD) are all the RBAC it needs; DGDs elsewhere are not reconciled. The
+	// storage migration (MigrateStorage, which lists DGDs cluster-wide) does not run.
+	WatchNamespaces []string
 	// Webhook configures the conversion webhook (/convert); the zero value serves none.
 	Webhook WebhookOptions
 	// Middleware, when set, wraps the DGD reconciler (controllers.Reconciler.Middleware):
@@ -136,6 +144,19 @@ type Options struct {
 // AnalysisFlags binds the flags of the analysis steps.
 func AnalysisFlags(fs *flag.FlagSet, url *string) {
 	fs.StringVar(url, "prometheus-url", "", "Prometheus the analysis steps of spec.rollout.steps query, e.g. http://prometheus.monitoring:9090 (default: --prometheus-endpoint; with neither, analyses are inconclusive)")
+}
+
+// WatchNamespacesFlag binds --watch-namespaces (comma-separated) to ns.
+func WatchNamespacesFlag(fs *flag.FlagSet, ns *[]string) {
+	fs.Func("watch-namespaces", "comma-separated namespaces the operator watches and acts in (default: every namespace); with it, Roles in those namespaces are enough RBAC, apart from its CRD's conversion config", func(v string) error {
+		*ns = nil
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				*ns = append(*ns, n)
+			}
+		}
+		return nil
+	})
 }
 
 // Tuning sizes the operator's work: how many DGDs it reconciles at once and its API
@@ -232,6 +253,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cfg.QPS, cfg.Burst = float32(o.Tuning.QPS), o.Tuning.Burst
 	opts := o.Manager
 	opts.Scheme, opts.Cache = NewScheme(), CacheOptions()
+	if len(o.WatchNamespaces) > 0 {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	if o.Tuning.Pprof != "" {
 		opts.PprofBindAddress = o.Tuning.Pprof
 	}
@@ -256,7 +283,12 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	// Objects stored before v1beta1 became the storage version are rewritten in it
 	// (leader only, once per start; a no-op once status.storedVersions is [v1beta1]).
-	if err := mgr.Add(migrator{cfg: cfg}); err != nil {
+	// Not when restricted to namespaces: narrowing storedVersions needs every DGD of the
+	// cluster rewritten, which such an operator can neither list nor write (as Dynamo's
+	// namespace-restricted operator runs no migrator).
+	if len(o.WatchNamespaces) > 0 {
+		ctrl.Log.Info("watching namespaces; storage migration left to a cluster-wide operator", "namespaces", o.WatchNamespaces)
+	} else if err := mgr.Add(migrator{cfg: cfg}); err != nil {
 		return nil, err
 	}
 	return mgr, nil
@@ -297,7 +329,11 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*controllers.Reconciler, error)
 	if o.Querier != nil {
 		r.Analysis = o.Querier
 	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
-		q, err := analysis.NewPrometheus(url)
+		rt, err := o.Prometheus.Transport()
+		if err != nil {
+			return nil, err
+		}
+		q, err := analysis.NewPrometheusWith(url, rt)
 		if err != nil {
 			return nil, err
 		}

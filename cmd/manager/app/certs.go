@@ -20,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -120,8 +121,15 @@ func (m *certManager) ensureSecret(ctx context.Context, now time.Time) ([]byte, 
 	}
 }
 
-// injectCRD points the CRD's conversion at the webhook (Service or URL) with caBundle.
+// injectCRD points the CRD's conversion at the webhook (Service or URL) with caBundle,
+// retrying on a conflict: a CRD just created or applied is still written by the API
+// server's own controllers (its status conditions), and a manager that gave up here
+// would exit and wait out a CrashLoopBackOff.
 func (m *certManager) injectCRD(ctx context.Context, caBundle []byte) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error { return m.injectCRDOnce(ctx, caBundle) })
+}
+
+func (m *certManager) injectCRDOnce(ctx context.Context, caBundle []byte) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := m.c.Get(ctx, client.ObjectKey{Name: CRDName}, &crd); err != nil {
 		return fmt.Errorf("reading CRD %s: %w", CRDName, err)
@@ -135,7 +143,7 @@ func (m *certManager) injectCRD(ctx context.Context, caBundle []byte) error {
 	}
 	crd.Spec.Conversion = want
 	if err := m.c.Update(ctx, &crd); err != nil {
-		return fmt.Errorf("pointing CRD %s's conversion at the webhook: %w", CRDName, err)
+		return fmt.Errorf("pointing CRD %s's conversion at the webhook: %w", CRDName, err) // %w: RetryOnConflict sees a conflict
 	}
 	return nil
 }
