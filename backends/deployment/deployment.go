@@ -195,6 +195,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Key:         key,
 			Kind:        Kind,
 			Name:        d.Name,
+			UID:         d.UID,
 			Replicas:    ptr.Deref(d.Spec.Replicas, 1),
 			Ready:       d.Status.AvailableReplicas,
 			Updated:     d.Status.UpdatedReplicas,
@@ -217,5 +218,5 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 // Delete implements backends.Backend.
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
+		Namespace: dgd.Namespace, Name: w.Name, UID: w.UID}}, Kind)
 }

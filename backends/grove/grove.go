@@ -286,7 +286,7 @@ func (b *Backend) stableOutdated(dgd *v1alpha1.DynamoGraphDeployment, pcs *grove
 }
 
 func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, wk backends.Key, pl placement) (backends.Workload, error) {
-	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl), Group: &backends.ObjectRef{Kind: Kind, Name: pcs.Name}, Synced: true}
+	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl), Group: &backends.ObjectRef{Kind: Kind, Name: pcs.Name, UID: pcs.UID}, Synced: true}
 	if !pcs.DeletionTimestamp.IsZero() {
 		w.Kind, w.Terminating = Kind, true
 		return w, nil
@@ -439,7 +439,7 @@ func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		return nil // every PodCliqueSet workload has its group: nothing of this DGD's to delete
 	}
 	name := w.Group.Name
-	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name}}
+	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name, UID: w.Group.UID}}
 	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
 }
 

@@ -168,6 +168,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Key:         key,
 			Kind:        Kind,
 			Name:        l.Name,
+			UID:         l.UID,
 			Replicas:    ptr.Deref(l.Spec.Replicas, 1),
 			Ready:       l.Status.ReadyReplicas,
 			Updated:     l.Status.UpdatedReplicas,
@@ -191,7 +192,7 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 // Delete implements backends.Backend.
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
+		Namespace: dgd.Namespace, Name: w.Name, UID: w.UID}}, Kind)
 }
 
 // templates are the leader's and the workers' pod templates of a component.
