@@ -82,7 +82,9 @@ func (b *Backend) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploy
 	var have appsv1.Deployment
 	err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
 	if apierrors.IsNotFound(err) {
-		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			return backends.ExistingOnCreate(ctx, b.Reader, b.Client, want, dgd, Kind)
+		} else if err != nil {
 			return fmt.Errorf("creating Deployment %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		return nil

@@ -35,6 +35,10 @@ const Kind = "LeaderWorkerSet"
 type Backend struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Reader, when set (the manager's API reader), reads past the cache, which holds
+	// only the operator's labelled objects (app.CacheOptions): a create answered
+	// AlreadyExists is judged on the live object (backends.ExistingOnCreate).
+	Reader client.Reader
 	// Config is the platform every pod is rendered for.
 	Config render.Config
 }
@@ -73,7 +77,11 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
 		switch {
 		case apierrors.IsNotFound(err):
-			if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+				if err := backends.ExistingOnCreate(ctx, b.Reader, b.Client, want, dgd, Kind); err != nil {
+					return err
+				}
+			} else if err != nil {
 				return fmt.Errorf("creating LeaderWorkerSet %s/%s: %w", want.Namespace, want.Name, err)
 			}
 		case err != nil:
