@@ -74,8 +74,13 @@ func (r *relabeler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
 		r.next.Delete(ctx, e, q)
 		return
 	}
+	// Not the handler's ctx: controller-runtime cancels it once the watches have started
+	// (the source's start context, bounded by CacheSyncTimeout), and every read under it
+	// failed at once, so nothing was ever relabelled.
 	go func() {
-		if !r.restore(ctx, e.Object) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), relabelTimeout)
+		defer cancel()
+		if !r.restore(rctx, e.Object) {
 			r.next.Delete(ctx, e, q)
 		}
 	}()
@@ -124,6 +129,9 @@ func (r *relabeler) restore(ctx context.Context, gone client.Object) bool {
 	ctrllog.FromContext(ctx).Info("restored the labels of an object stripped of them", "object", client.ObjectKeyFromObject(gone))
 	return true
 }
+
+// relabelTimeout bounds one relabelling (a read and at most relabelTries patches).
+const relabelTimeout = 30 * time.Second
 
 // relabelTries bounds the label patch's attempts (a failed write is retried after
 // 100, 200... ms; the last failure leaves the DGD to see the object gone).

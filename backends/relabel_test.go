@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 
@@ -60,15 +61,26 @@ func TestRelabelStripped(t *testing.T) {
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "stripped", UID: "u1", OwnerReferences: ref, Labels: map[string]string{"kept": "yes"}}},
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "replaced", UID: "u3-new", OwnerReferences: ref}},
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(live...).Build()
+	// As a real client: a request under a cancelled context fails.
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(live...).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return c.Get(ctx, key, obj, opts...)
+		}}).Build()
 	next := newDeletes()
 	h := RelabelStripped(c, c, &appsv1.Deployment{}, next)
 	ctx := context.Background()
+	// controller-runtime hands event handlers a context it cancels once the watches
+	// have started: the relabelling must not depend on it.
+	handlerCtx, cancel := context.WithCancel(ctx)
+	cancel()
 	for _, o := range []client.Object{
 		cached("stripped", "u1"), cached("gone", "u2"), cached("replaced", "u3"),
 		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "not-a-dgds", Labels: ours}},
 	} {
-		h.Delete(ctx, event.DeleteEvent{Object: o}, nil)
+		h.Delete(handlerCtx, event.DeleteEvent{Object: o}, nil)
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for len(next.got()) < 3 && time.Now().Before(deadline) {
