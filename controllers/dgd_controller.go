@@ -205,15 +205,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// The v1beta1 (storage) objects are watched: r.Client converts them (api/conversion).
 		For(&v1beta1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&appsv1.ControllerRevision{}).
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.Ingress{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.ConfigMap{}} {
 		b = b.Owns(obj)
 	}
+	// Workloads and ControllerRevisions are cached only with the operator's label
+	// (cmd/manager/app CacheOptions): one stripped of it leaves the cache, and
+	// RelabelStripped puts the labels back before the DGD hears of it (issue 23).
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1beta1.DynamoGraphDeployment{}, handler.OnlyControllerOwner())
+	b = b.Watches(&appsv1.ControllerRevision{}, backends.RelabelStripped(mgr.GetAPIReader(), mgr.GetClient(), &appsv1.ControllerRevision{}, owned))
 	for _, be := range r.Backends.All() {
 		for _, obj := range be.Objects() {
-			b = b.Owns(obj)
+			b = b.Watches(obj, backends.RelabelStripped(mgr.GetAPIReader(), mgr.GetClient(), obj, owned))
 		}
 		if ow, ok := be.(backends.OwnerChainWatcher); ok {
 			for _, obj := range ow.Watched() {

@@ -82,7 +82,9 @@ func (b *Backend) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploy
 	var have appsv1.Deployment
 	err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
 	if apierrors.IsNotFound(err) {
-		if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			return backends.ExistingOnCreate(ctx, b.Reader, b.Client, want, dgd, Kind)
+		} else if err != nil {
 			return fmt.Errorf("creating Deployment %s/%s: %w", want.Namespace, want.Name, err)
 		}
 		return nil
@@ -195,6 +197,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Key:         key,
 			Kind:        Kind,
 			Name:        d.Name,
+			UID:         d.UID,
 			Replicas:    ptr.Deref(d.Spec.Replicas, 1),
 			Ready:       d.Status.AvailableReplicas,
 			Updated:     d.Status.UpdatedReplicas,
@@ -217,5 +220,5 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 // Delete implements backends.Backend.
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
+		Namespace: dgd.Namespace, Name: w.Name, UID: w.UID}}, Kind)
 }

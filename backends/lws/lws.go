@@ -35,6 +35,10 @@ const Kind = "LeaderWorkerSet"
 type Backend struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Reader, when set (the manager's API reader), reads past the cache, which holds
+	// only the operator's labelled objects (app.CacheOptions): a create answered
+	// AlreadyExists is judged on the live object (backends.ExistingOnCreate).
+	Reader client.Reader
 	// Config is the platform every pod is rendered for.
 	Config render.Config
 }
@@ -73,7 +77,11 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		err = b.Client.Get(ctx, client.ObjectKeyFromObject(want), &have)
 		switch {
 		case apierrors.IsNotFound(err):
-			if err := b.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+			if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+				if err := backends.ExistingOnCreate(ctx, b.Reader, b.Client, want, dgd, Kind); err != nil {
+					return err
+				}
+			} else if err != nil {
 				return fmt.Errorf("creating LeaderWorkerSet %s/%s: %w", want.Namespace, want.Name, err)
 			}
 		case err != nil:
@@ -168,6 +176,7 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 			Key:         key,
 			Kind:        Kind,
 			Name:        l.Name,
+			UID:         l.UID,
 			Replicas:    ptr.Deref(l.Spec.Replicas, 1),
 			Ready:       l.Status.ReadyReplicas,
 			Updated:     l.Status.UpdatedReplicas,
@@ -191,7 +200,7 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 // Delete implements backends.Backend.
 func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
 	return backends.DeleteObject(ctx, b.Client, &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{
-		Namespace: dgd.Namespace, Name: w.Name}}, Kind)
+		Namespace: dgd.Namespace, Name: w.Name, UID: w.UID}}, Kind)
 }
 
 // templates are the leader's and the workers' pod templates of a component.

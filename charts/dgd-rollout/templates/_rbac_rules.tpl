@@ -54,7 +54,6 @@ generates from the kubebuilder markers. Do not edit.
   verbs:
   - create
   - get
-  - update
 - apiGroups:
   - apps
   resources:
@@ -208,6 +207,13 @@ generates from the kubebuilder markers. Do not edit.
   - secrets
   verbs:
   - create
+- apiGroups:
+  - ""
+  resourceNames:
+  - {{ include "dgd-rollout.webhookSecret" . }}
+  resources:
+  - secrets
+  verbs:
   - get
   - update
 {{- end }}

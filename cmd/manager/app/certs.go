@@ -25,7 +25,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// The self-signed certificate's Secret (--webhook-secret-name, default
+// dgd-rollout-webhook-cert) lives in the operator's own namespace ("system" in
+// config/rbac, renamed by kustomize like the rest): a Role there grants get and update
+// of that one Secret by name, and create (which Kubernetes cannot narrow by name) in
+// that namespace only. No cluster-wide Secret permission comes from it (issue 23).
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,resourceNames=dgd-rollout-webhook-cert,verbs=get;update
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=dynamographdeployments.nvidia.com,verbs=get;update
 
 // certManager keeps the webhook's certificate and the CRD's conversion config right.
