@@ -17,7 +17,7 @@ import (
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
-// complete runs the shell completion of "kubectl dgd args... ”" in ns, as a shell asks
+// complete runs the shell completion of "kubectl dgd args..." and an empty word in ns, as a shell asks
 // the plugin (cobra's hidden __complete command), and returns the candidates it prints
 // (its last line, the directive, left out).
 func complete(ns string, args ...string) []string {
