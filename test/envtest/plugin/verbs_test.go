@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/cmd/kubectl-dgd/app"
@@ -133,5 +134,33 @@ var _ = Describe("restart", func() {
 		out, err := kubectlDGD(ns, "restart", "rs")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(MatchRegexp(`restart requested \(id "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\)`), "the default id is the time")
+	})
+})
+
+var _ = Describe("set image on a DGD written in v1beta1", func() {
+	It("changes the main container's image of that component and nothing else of the v1beta1 spec", func() {
+		ns := newNamespace()
+		var b v1beta1.DynamoGraphDeployment
+		Expect(conversion.ToHub(harness.NewDGD(ns, "beta").Disagg(2, 1, "vllm:v1").Obj(), &b)).To(Succeed())
+		Expect(env.Client.Create(ctx, &b)).To(Succeed())
+		_, err := env.Drive(ctx, ns, "beta", -1, 10, harness.CompletedAt(1))
+		Expect(err).NotTo(HaveOccurred())
+		var before, after v1beta1.DynamoGraphDeployment
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "beta"}, &before)).To(Succeed())
+
+		out, err := kubectlDGD(ns, "set", "image", "beta", "prefill=vllm:v2")
+		Expect(err).NotTo(HaveOccurred(), out)
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "beta"}, &after)).To(Succeed())
+		want := before.Spec.DeepCopy()
+		for i := range want.Components {
+			if want.Components[i].ComponentName == "prefill" {
+				want.Components[i].PodTemplate.Spec.Containers[0].Image = "vllm:v2"
+			}
+		}
+		Expect(after.Spec).To(Equal(*want))
+		Expect(after.Annotations).To(HaveKeyWithValue(v1alpha1.AnnotationChangeCause, "kubectl dgd set image beta prefill=vllm:v2"))
+		Expect(after.Annotations).NotTo(HaveKey(conversion.AnnotationSpec), "nothing v1alpha1 cannot say was stashed")
+		_, err = env.Drive(ctx, ns, "beta", -1, 20, harness.CompletedAt(2))
+		Expect(err).NotTo(HaveOccurred())
 	})
 })
