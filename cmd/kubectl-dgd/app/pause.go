@@ -18,6 +18,13 @@ import (
 // validPercent is the CRD's rule for a percentage partition: 0% to 100%.
 var validPercent = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
 
+// pauseFields and resumeFields are what pause and resume merge into spec.rollout (the
+// Argo CD actions of config/argocd/actions write the same; a test compares them).
+var (
+	pauseFields  = map[string]any{"paused": true}
+	resumeFields = map[string]any{"paused": false}
+)
+
 func newPauseCommand(c *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "pause NAME",
@@ -29,7 +36,7 @@ func newPauseCommand(c *cli) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.patchRollout(cmd.Context(), args[0], "paused", "already paused",
 				func(r v1alpha1.RolloutSpec) bool { return r.Paused },
-				map[string]any{"paused": true})
+				pauseFields)
 		},
 	}
 }
@@ -44,7 +51,7 @@ func newResumeCommand(c *cli) *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.patchRollout(cmd.Context(), args[0], "resumed", "already resumed",
 				func(r v1alpha1.RolloutSpec) bool { return !r.Paused },
-				map[string]any{"paused": false})
+				resumeFields)
 		},
 	}
 }
