@@ -1,29 +1,15 @@
 package health
 
 import (
-	"os"
-	"path/filepath"
 	"testing"
 
 	"sigs.k8s.io/yaml"
-
-	"github.com/dgd-rollout/operator/test/cluster"
 )
 
 // The patch README tells Argo CD users to apply carries exactly config/argocd/actions,
 // in Argo CD's resource.customizations.actions.<group_kind> format (discovery.lua, then
 // definitions of name and action.lua).
 func TestPatchCarriesTheActions(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "argocd", "argocd-cm-patch.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var patch struct {
-		Data map[string]string `json:"data"`
-	}
-	if err := yaml.Unmarshal(raw, &patch); err != nil {
-		t.Fatal(err)
-	}
 	var actions struct {
 		Discovery   string `json:"discovery.lua"`
 		Definitions []struct {
@@ -31,7 +17,7 @@ func TestPatchCarriesTheActions(t *testing.T) {
 			Action string `json:"action.lua"`
 		} `json:"definitions"`
 	}
-	if err := yaml.UnmarshalStrict([]byte(patch.Data["resource.customizations.actions.nvidia.com_DynamoGraphDeployment"]), &actions); err != nil {
+	if err := yaml.UnmarshalStrict([]byte(patchData(t)["resource.customizations.actions.nvidia.com_DynamoGraphDeployment"]), &actions); err != nil {
 		t.Fatal(err)
 	}
 	want, err := ReadAction("discovery")
