@@ -79,9 +79,9 @@ func runVerb(t *testing.T, action string, dgd *v1alpha1.DynamoGraphDeployment) (
 	case "retry":
 		err = s.retry(ctx, out, name)
 	case "pause":
-		err = s.patchRollout(ctx, out, name, "paused", "already paused", func(r v1alpha1.RolloutSpec) bool { return r.Paused }, pauseFields)
+		err = s.patchRollout(ctx, out, name, "paused", "already paused", isPaused, pauseFields)
 	case "resume":
-		err = s.patchRollout(ctx, out, name, "resumed", "already resumed", func(r v1alpha1.RolloutSpec) bool { return !r.Paused }, resumeFields)
+		err = s.patchRollout(ctx, out, name, "resumed", "already resumed", isResumed, resumeFields)
 	default:
 		t.Fatalf("no verb for action %s", action)
 	}
