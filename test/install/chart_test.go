@@ -151,7 +151,7 @@ watchNamespaces: [team-a, team-b]
 webhook: {certMode: cert-manager}
 platform: {natsServer: "nats://nats.dynamo:4222", etcdEndpoints: "http://etcd.dynamo:2379", discoveryBackend: etcd, prometheusEndpoint: "http://prom:9090", modelExpressURL: "http://mx:8080"}
 analysis: {prometheus: {url: "https://prom.monitoring:9091", bearerTokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token, caFile: /etc/prom-ca/ca.crt}}
-metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}, prometheusRule: {enabled: true}}
+metrics: {serviceMonitor: {enabled: true, labels: {release: prom}}, prometheusRule: {enabled: true}, grafanaDashboard: {enabled: true, annotations: {grafana_folder: Dynamo}}}
 extraArgs: [--pprof-bind-address=127.0.0.1:6060]
 extraVolumes: [{name: prom-ca, configMap: {name: prom-ca}}]
 extraVolumeMounts: [{name: prom-ca, mountPath: /etc/prom-ca, readOnly: true}]
