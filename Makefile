@@ -31,11 +31,13 @@ $(CONTROLLER_GEN):
 generate: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) object paths=./api/...
 
-## manifests: the CRD (plus its extraPodSpec fix-up) and RBAC from kubebuilder markers.
+## manifests: the CRD (plus its extraPodSpec fix-up) and RBAC from kubebuilder markers, and
+## the Helm chart's RBAC rules from config/rbac (its crds/ is a link to config/crd/bases).
 manifests: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdfix $(CRD)
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... paths=./backends/... paths=./cmd/manager/app/... output:rbac:artifacts:config=config/rbac
+	go run ./hack/chartrbac
 
 fmt:
 	gofmt -l -w $$(git ls-files '*.go')
@@ -54,7 +56,8 @@ test: cluster-bins
 	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
 ## bench: benchmarks of the planner, hashing and (with the local control plane) rollouts;
-## P3 (500 graphs rolled at once, P3_N to change) takes about 15 minutes of it.
+## P3 (500 graphs rolled at once, P3_N to change) takes about 15 minutes of it, and its
+## variant with 2,000 Deployments and 200 StatefulSets of no DGD left in the cluster as long.
 bench: cluster-bins
 	KUBEBUILDER_ASSETS=$(BIN) go test -run='^$$' -bench=. -benchmem -timeout=90m ./...
 

@@ -19,6 +19,7 @@ package backends
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -53,9 +54,12 @@ type Pool struct {
 // Workload is the observed state of one workload, in replicas (pods, or whole gangs).
 type Workload struct {
 	Key
-	// Kind and Name of the object, e.g. Deployment "vllm-decode-7c9f8d".
+	// Kind and Name of the object, e.g. Deployment "vllm-decode-7c9f8d", and the UID
+	// it had when observed: Delete deletes that object only (DeleteObject's UID
+	// precondition), never another one made under its name since.
 	Kind string
 	Name string
+	UID  types.UID
 	// Group is the object that holds this workload together with others and is only
 	// ever deleted whole (Grove: the PodCliqueSet of a revision), or nil when the
 	// workload is its own object.
@@ -92,10 +96,11 @@ type Workload struct {
 	Relabel map[string]string
 }
 
-// ObjectRef names an object of the DGD's namespace.
+// ObjectRef names an object of the DGD's namespace, and its UID when observed.
 type ObjectRef struct {
 	Kind string
 	Name string
+	UID  types.UID
 }
 
 // String is "Kind name".

@@ -7,6 +7,7 @@ import (
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -38,13 +39,43 @@ func ScaleReplicas[T client.Object](ctx context.Context, c client.Client, obj T,
 
 // DeleteObject deletes obj (namespace and name set) and, in the background, what it
 // owns; an object already gone is not an error. kind names the object in errors.
+//
+// The delete carries obj's UID as a precondition whenever obj has one (every object
+// the operator observed): the API server deletes only that very object, and refuses
+// (409 Conflict, ErrPreconditionFailed) once another object holds the name: one
+// recreated by hand, by the next leader of a leader election, or by another DGD. A
+// stale leader (its lease lost, its pass still running on what it read before) can
+// so never delete its successor's object: a name is not an identity. An object
+// without a UID (made up from a name alone) is deleted by name, as before.
 func DeleteObject(ctx context.Context, c client.Client, obj client.Object, kind string) error {
-	err := c.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+	opts := []client.DeleteOption{client.PropagationPolicy(metav1.DeletePropagationBackground)}
+	if uid := obj.GetUID(); uid != "" {
+		opts = append(opts, client.Preconditions{UID: &uid})
 	}
-	return nil
+	err := c.Delete(ctx, obj, opts...)
+	switch {
+	case err == nil, apierrors.IsNotFound(err):
+		return nil
+	case obj.GetUID() != "" && apierrors.IsConflict(err):
+		return &ReplacedError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), Err: err}
+	}
+	return fmt.Errorf("deleting %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
 }
+
+// ReplacedError is a delete the API server refused because the object of that name is
+// no longer the one the operator meant (its UID precondition failed): nothing was
+// deleted. The next pass reads the object that holds the name now.
+type ReplacedError struct {
+	Kind, Namespace, Name string
+	UID                   types.UID
+	Err                   error
+}
+
+func (e *ReplacedError) Error() string {
+	return fmt.Sprintf("not deleting %s %s/%s: it is no longer the object %s the operator observed (%v)", e.Kind, e.Namespace, e.Name, e.UID, e.Err)
+}
+
+func (e *ReplacedError) Unwrap() error { return e.Err }
 
 // NameConflictError is an object the DGD needs that exists under the name it needs but
 // is not the DGD's: another controller or a person made it (or another DGD whose

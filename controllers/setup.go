@@ -38,10 +38,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// The v1beta1 (storage) objects are watched: r.Client converts them (api/conversion).
 		For(&v1beta1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
-		Owns(&appsv1.ControllerRevision{}).
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
-	b = r.watch(b)
+	b = r.watch(mgr, b)
 	if r.Middleware != nil {
 		return b.Complete(r.Middleware(r))
 	}
@@ -75,16 +74,21 @@ func (r *Reconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 	return nil
 }
 
-// watch adds what the controller owns and watches besides the DGD and its
-// ControllerRevisions: the objects it renders, every backend's workloads and the
-// objects down their owner chains, discovery EndpointSlices and pod deletions.
-func (r *Reconciler) watch(b *builder.Builder) *builder.Builder {
+// watch adds what the controller owns and watches besides the DGD: the objects it
+// renders, its ControllerRevisions, every backend's workloads and the objects down their
+// owner chains, discovery EndpointSlices and pod deletions.
+func (r *Reconciler) watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builder {
 	for _, obj := range []client.Object{&corev1.Service{}, &networkingv1.Ingress{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{}, &corev1.ConfigMap{}} {
 		b = b.Owns(obj)
 	}
+	// Workloads and ControllerRevisions are cached only with the operator's label
+	// (cmd/manager/app CacheOptions): one stripped of it leaves the cache, and
+	// RelabelStripped puts the labels back before the DGD hears of it (issue 23).
+	owned := handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &v1beta1.DynamoGraphDeployment{}, handler.OnlyControllerOwner())
+	b = b.Watches(&appsv1.ControllerRevision{}, backends.RelabelStripped(mgr.GetAPIReader(), mgr.GetClient(), &appsv1.ControllerRevision{}, owned))
 	for _, be := range r.Backends.All() {
 		for _, obj := range be.Objects() {
-			b = b.Owns(obj)
+			b = b.Watches(obj, backends.RelabelStripped(mgr.GetAPIReader(), mgr.GetClient(), obj, owned))
 		}
 		if ow, ok := be.(backends.OwnerChainWatcher); ok {
 			for _, obj := range ow.Watched() {

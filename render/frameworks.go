@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
 // Ports and values of the frameworks' multinode wiring (consts.go, backend_*.go).
@@ -74,7 +76,7 @@ func (c Component) wireVLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n i
 		return err
 	}
 	if executor == executorMP {
-		main.Env = mergeEnv(main.Env, []corev1.EnvVar{{Name: "VLLM_NIXL_SIDE_CHANNEL_HOST",
+		main.Env = v1alpha1.MergeEnv(main.Env, []corev1.EnvVar{{Name: "VLLM_NIXL_SIDE_CHANNEL_HOST",
 			ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}})
 	}
 	if role == RoleWorker {
@@ -182,7 +184,7 @@ func (c Component) wireTRTLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n
 	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: secret, MountPath: sshKeyMountPath, ReadOnly: true})
 	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: secret, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o644)}}})
-	main.Env = mergeEnv(main.Env, envs("OMPI_MCA_orte_keep_fqdn_hostnames", "1"))
+	main.Env = v1alpha1.MergeEnv(main.Env, envs("OMPI_MCA_orte_keep_fqdn_hostnames", "1"))
 	setup := []string{
 		"cp /ssh-pk/private.key $HOME/.ssh/id_rsa",
 		"cp /ssh-pk/private.key.pub $HOME/.ssh/id_rsa.pub",

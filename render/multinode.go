@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
 // Frameworks Dynamo wires multinode gangs for.
@@ -75,7 +77,7 @@ func (c Component) wire(t *corev1.PodTemplateSpec, role Role, gang Gang) error {
 		return err
 	}
 	env, export := gang.aliases(role)
-	main.Env = mergeEnv(main.Env, env)
+	main.Env = v1alpha1.MergeEnv(main.Env, env)
 	if export != "" && isShell(main.Command) && len(main.Args) > 0 {
 		main.Args[len(main.Args)-1] = export + main.Args[len(main.Args)-1]
 	}

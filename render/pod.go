@@ -109,7 +109,7 @@ func (c Component) mainContainer(version *Version) (corev1.Container, error) {
 	if c.Spec.ReadinessProbe != nil {
 		m.ReadinessProbe = c.Spec.ReadinessProbe.DeepCopy()
 	}
-	m.Env = mergeEnv(c.platformEnv(), c.commonEnv(), base.Env, c.DGD.Spec.Envs, user.Env, c.Spec.Envs, c.namespaceEnv(version))
+	m.Env = v1alpha1.MergeEnv(c.platformEnv(), c.commonEnv(), base.Env, c.DGD.Spec.Envs, user.Env, c.Spec.Envs, c.namespaceEnv(version))
 	if c.Spec.EnvFromSecret != nil && *c.Spec.EnvFromSecret != "" {
 		m.EnvFrom = append(m.EnvFrom, corev1.EnvFromSource{SecretRef: &corev1.SecretEnvSource{
 			LocalObjectReference: corev1.LocalObjectReference{Name: *c.Spec.EnvFromSecret}}})
@@ -354,24 +354,6 @@ func envs(kv ...string) []corev1.EnvVar {
 	out := make([]corev1.EnvVar, 0, len(kv)/2)
 	for i := 0; i+1 < len(kv); i += 2 {
 		out = append(out, corev1.EnvVar{Name: kv[i], Value: kv[i+1]})
-	}
-	return out
-}
-
-// mergeEnv concatenates env lists; a later variable replaces an earlier one of the same
-// name in place, so the order of first appearance is kept and the result is stable.
-func mergeEnv(lists ...[]corev1.EnvVar) []corev1.EnvVar {
-	var out []corev1.EnvVar
-	index := map[string]int{}
-	for _, l := range lists {
-		for _, e := range l {
-			if i, ok := index[e.Name]; ok {
-				out[i] = e
-				continue
-			}
-			index[e.Name] = len(out)
-			out = append(out, e)
-		}
 	}
 	return out
 }

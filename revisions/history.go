@@ -206,9 +206,14 @@ func (h *clientHistory) SetChangeCause(ctx context.Context, rev *appsv1.Controll
 	return clone, nil
 }
 
-// Delete implements Interface.
+// Delete implements Interface: that very revision (a UID precondition, as
+// backends.DeleteObject), never another one made under its name since.
 func (h *clientHistory) Delete(ctx context.Context, rev *appsv1.ControllerRevision) error {
-	if err := h.client.Delete(ctx, rev.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
+	var opts []client.DeleteOption
+	if uid := rev.UID; uid != "" {
+		opts = append(opts, client.Preconditions{UID: &uid})
+	}
+	if err := h.client.Delete(ctx, rev.DeepCopy(), opts...); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ControllerRevision %s: %w", revKey(rev), err)
 	}
 	return nil

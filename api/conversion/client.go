@@ -21,7 +21,7 @@ import (
 // FromHub (what /convert serves): the API server never calls the conversion webhook for
 // them, and no deprecation warning is printed. Every other object goes through as is.
 // A patch of a v1alpha1 DGD that touches only what both versions spell alike
-// (metadata, spec.rollout, spec.backend, spec.revisionHistoryLimit) is sent as v1beta1
+// (metadata, spec.rollout, spec.backend, spec.revisionHistoryLimit, spec.restart...) is sent as v1beta1
 // too; any other is sent as v1alpha1, which the API server converts through /convert.
 type Client struct {
 	client.Client
@@ -158,7 +158,7 @@ func sameInBothVersions(t types.PatchType, data []byte) bool {
 			}
 			for sk := range spec {
 				switch sk {
-				case "rollout", "backend", "revisionHistoryLimit", "annotations", "labels", "priorityClassName", "backendFramework":
+				case "rollout", "backend", "revisionHistoryLimit", "annotations", "labels", "priorityClassName", "backendFramework", "restart":
 				default:
 					return false
 				}

@@ -129,17 +129,21 @@ type AnalysisMetric struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
 	// Query is a PromQL query returning one value (a scalar or a vector of one
-	// sample), written as a Go template over the revisions being compared:
+	// sample), with placeholders for the revisions being compared (as Argo Rollouts'
+	// {{args.x}}: substitution only, no Go template actions, loops or functions):
 	// {{.Canary.Namespace}} and {{.Stable.Namespace}} (the effective Dynamo namespaces
 	// of the update and stable revisions, as Dynamo's engine metrics label them),
 	// {{.Canary.MetricsNamespace}} and {{.Stable.MetricsNamespace}} (the same as the
 	// Dynamo runtime's dynamo_component_* metrics label them: every character other
 	// than a letter, digit or '_' made '_'), {{.Canary.Hash}}, {{.Canary.Revision}},
-	// {{index .Canary.Workloads "decode"}} (workload names by service), and
-	// {{.Namespace}} and {{.Name}} (the DGD's). The operator rejects a query that is
-	// not a valid template (reason InvalidSpec).
+	// {{index .Canary.Workloads "decode"}} (workload names by service; also
+	// {{.Canary.Workloads.decode}}), and {{.Namespace}} and {{.Name}} (the DGD's).
+	// Admission refuses Go template loops and recursion (range, define, template,
+	// block); the operator reports any other unknown placeholder (reason InvalidSpec)
+	// without running it. Substituted, a query is at most 16 KiB.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[{][{]-?[[:space:]]*(range|define|template|block)([^.A-Za-z0-9_]|$)')",message="a query is placeholder substitution, not a Go template: {{range}}, {{define}}, {{template}} and {{block}} (loops and recursion) are refused; the placeholders are .Namespace, .Name, and .Canary or .Stable with .Namespace, .MetricsNamespace, .Hash, .Revision or .Workloads"
 	Query string `json:"query"`
 	// SuccessCondition is a CEL expression over result (a double, the query's value),
 	// e.g. "result < 0.05". A measurement for which it is false fails, unless a

@@ -44,6 +44,11 @@ const (
 	// the rollout held on purpose).
 	ReasonAllReplicasReady = "AllReplicasReady"
 	ReasonReplicasNotReady = "ReplicasNotReady"
+	// ReasonRecreating: under the Recreate strategy the running revision's workers are
+	// taken down before the update revision starts. Ready turns False with it before the
+	// first write that takes a pod away, so no reader sees Ready over a graph that cannot
+	// route.
+	ReasonRecreating = "Recreating"
 	// Reconciling condition: True with ReasonRollingUpdate or ReasonReplicasNotReady
 	// (a scale or pods still starting), False with ReasonSettled, ReasonPartitioned or
 	// ReasonPaused. Stalled: True with ReasonProgressDeadlineExceeded,

@@ -58,6 +58,10 @@ const Kind = "PodCliqueSet"
 type Backend struct {
 	Client client.Client
 	Scheme *runtime.Scheme
+	// Reader, when set (the manager's API reader), reads past the cache, which holds
+	// only the operator's labelled objects (app.CacheOptions): a create answered
+	// AlreadyExists is judged on the live object (backends.ExistingOnCreate).
+	Reader client.Reader
 	// Config is the platform every pod is rendered for.
 	Config renderpkg.Config
 	// picked holds names picked for PodCliqueSets the cache does not show yet.
@@ -194,6 +198,12 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	switch {
 	case apierrors.IsNotFound(err):
 		if err := b.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			// Someone else's (not in the cache, which holds only ours): the name is
+			// given up, and taken() sees it from the API server when the next pass picks.
+			if err := backends.ExistingOnCreate(ctx, b.Reader, b.Client, want, dgd, Kind); err != nil {
+				b.picked.forget(dgd.UID, id)
+				return false, fmt.Errorf("PodCliqueSet %s/%s was taken meanwhile (%w): the next pass picks another name", want.Namespace, want.Name, err)
+			}
 			return false, nil
 		} else if err != nil {
 			return false, fmt.Errorf("creating PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
@@ -281,7 +291,7 @@ func (b *Backend) stableOutdated(dgd *v1alpha1.DynamoGraphDeployment, pcs *grove
 }
 
 func (b *Backend) observeOne(ctx context.Context, pcs *grovev1.PodCliqueSet, wk backends.Key, pl placement) (backends.Workload, error) {
-	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl), Group: &backends.ObjectRef{Kind: Kind, Name: pcs.Name}, Synced: true}
+	w := backends.Workload{Key: wk, Name: objectName(pcs.Name, pl), Group: &backends.ObjectRef{Kind: Kind, Name: pcs.Name, UID: pcs.UID}, Synced: true}
 	if !pcs.DeletionTimestamp.IsZero() {
 		w.Kind, w.Terminating = Kind, true
 		return w, nil
@@ -434,7 +444,7 @@ func (b *Backend) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		return nil // every PodCliqueSet workload has its group: nothing of this DGD's to delete
 	}
 	name := w.Group.Name
-	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name}}
+	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name, UID: w.Group.UID}}
 	return backends.DeleteObject(ctx, b.Client, pcs, Kind)
 }
 

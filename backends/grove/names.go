@@ -8,6 +8,7 @@ import (
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -202,6 +203,18 @@ func (b *Backend) taken(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 	names := map[string]bool{}
 	for _, p := range list.Items {
 		names[p.Name] = true
+	}
+	if b.Reader != nil {
+		// The cache holds only the operator's PodCliqueSets (app.CacheOptions); another
+		// owner's take their names too. Read when a name is picked: once per revision.
+		var live metav1.PartialObjectMetadataList
+		live.SetGroupVersionKind(grovev1.SchemeGroupVersion.WithKind("PodCliqueSetList"))
+		if err := b.Reader.List(ctx, &live, client.InNamespace(dgd.Namespace)); err != nil {
+			return nil, fmt.Errorf("listing PodCliqueSets of %s: %w", dgd.Namespace, err)
+		}
+		for _, p := range live.Items {
+			names[p.Name] = true
+		}
 	}
 	headless := map[string]bool{}
 	for _, s := range svcs.Items {

@@ -6,7 +6,8 @@
 // LWS's DisaggregatedSet lws_manager.go (AlreadyExists and NotFound as success, errors
 // naming the object):
 //
-//   - Ensure creates a missing object once; a worker revision's object never changes
+//   - Ensure creates a missing object once (a create answered AlreadyExists is judged
+//     on the live object: backends.ExistingOnCreate); a worker revision's object never changes
 //     after; a stable service's is updated in place (labels, template hash, replicas and
 //     what Kind.Stable copies) when its template hash or replicas differ, patched
 //     against the live object, which the cache may not hold whole (Deployments are
@@ -15,7 +16,7 @@
 //     from fields that never change, so an object stripped of its labels is still
 //     counted; the labels to put back are reported (Workload.Relabel);
 //   - Scale writes the count through the scale subresource, Delete cascades in the
-//     background, Relabel patches labels alone.
+//     background under the observed UID as a precondition, Relabel patches labels alone.
 package single
 
 import (
@@ -75,7 +76,9 @@ type Adapter[T client.Object] struct {
 	Kind   Kind[T]
 	Client client.Client
 	// Reader reads an object live where the cached copy is not enough (a stable
-	// workload's template patch); nil: Client.
+	// workload's template patch; a create answered AlreadyExists, judged by
+	// backends.ExistingOnCreate on the live object); nil: Client for the former, and
+	// AlreadyExists counts as success.
 	Reader client.Reader
 }
 
@@ -132,7 +135,12 @@ func (a *Adapter[T]) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDep
 	err = a.Client.Get(ctx, client.ObjectKeyFromObject(want), have)
 	switch {
 	case apierrors.IsNotFound(err):
-		if err := a.Client.Create(ctx, want); err != nil && !apierrors.IsAlreadyExists(err) {
+		if err := a.Client.Create(ctx, want); apierrors.IsAlreadyExists(err) {
+			// Not in the cache, which holds only the operator's labelled objects
+			// (app.CacheOptions): judged on the live object (ours stripped of its labels
+			// is relabelled, another owner's is a NameConflict).
+			return backends.ExistingOnCreate(ctx, a.Reader, a.Client, want, dgd, a.kind())
+		} else if err != nil {
 			return fmt.Errorf("creating %s %s/%s: %w", a.kind(), want.GetNamespace(), want.GetName(), err)
 		}
 		return nil
@@ -204,6 +212,7 @@ func (a *Adapter[T]) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 			Key:         key,
 			Kind:        a.kind(),
 			Name:        o.GetName(),
+			UID:         o.GetUID(),
 			Replicas:    ptr.Deref(a.Kind.Replicas(o), 1),
 			Ready:       st.Ready,
 			Updated:     st.Updated,
@@ -224,9 +233,12 @@ func (a *Adapter[T]) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 	return backends.ScaleReplicas(ctx, a.Client, a.Kind.New(), name, a.kind(), a.Kind.Replicas, replicas)
 }
 
-// Delete implements backends.Backend.
+// Delete implements backends.Backend: that very object (w.UID, a precondition), never
+// another one made under its name since.
 func (a *Adapter[T]) Delete(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) error {
-	return backends.DeleteObject(ctx, a.Client, a.named(dgd.Namespace, w.Name), a.kind())
+	o := a.named(dgd.Namespace, w.Name)
+	o.SetUID(w.UID)
+	return backends.DeleteObject(ctx, a.Client, o, a.kind())
 }
 
 // Relabel implements backends.Backend.

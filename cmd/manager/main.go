@@ -2,6 +2,7 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"os"
 	"time"
@@ -16,6 +17,10 @@ import (
 )
 
 func main() {
+	// manager apply-crds: the Helm chart's init container (app.ApplyCRDs).
+	if len(os.Args) > 1 && os.Args[1] == "apply-crds" {
+		os.Exit(applyCRDs(os.Args[2:]))
+	}
 	var (
 		metricsAddr, probeAddr, leaseNS string
 		leaderElect                     bool
@@ -34,6 +39,10 @@ func main() {
 	app.TuningFlags(flag.CommandLine, &tuning)
 	var prometheusURL string
 	app.AnalysisFlags(flag.CommandLine, &prometheusURL)
+	var prometheus app.PrometheusClient
+	app.PrometheusClientFlags(flag.CommandLine, &prometheus)
+	var watch []string
+	app.WatchNamespacesFlag(flag.CommandLine, &watch)
 	var webhook app.WebhookOptions
 	app.WebhookFlags(flag.CommandLine, &webhook)
 	opts := zap.Options{}
@@ -43,7 +52,8 @@ func main() {
 	ctrl.Log.Info("garbage collector", "gcPercent", tuning.ApplyGC())
 
 	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
-	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning, PrometheusURL: prometheusURL, Webhook: webhook}); err != nil {
+	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning,
+		PrometheusURL: prometheusURL, Prometheus: prometheus, Webhook: webhook, WatchNamespaces: watch}); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
@@ -69,7 +79,8 @@ func run(metricsAddr, probeAddr string, le leaderElection, o app.Options) error 
 		// main exits as soon as Start returns, so the Lease can be released on SIGTERM
 		// and a follower takes over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
-	}, Platform: o.Platform, Tuning: o.Tuning, PrometheusURL: o.PrometheusURL, Webhook: o.Webhook})
+	}, Platform: o.Platform, Tuning: o.Tuning, PrometheusURL: o.PrometheusURL, Prometheus: o.Prometheus,
+		Webhook: o.Webhook, WatchNamespaces: o.WatchNamespaces})
 	if err != nil {
 		return err
 	}
@@ -81,4 +92,27 @@ func run(metricsAddr, probeAddr string, le leaderElection, o app.Options) error 
 	}
 	ctrl.Log.Info("starting manager", "leaderElection", le.enabled)
 	return mgr.Start(ctrl.SetupSignalHandler())
+}
+
+// applyCRDs runs `manager apply-crds [flags]`: the CRDs this binary embeds applied
+// server-side (app.ApplyCRDs), then exit 0; 1 on an error.
+func applyCRDs(args []string) int {
+	fs := flag.NewFlagSet("apply-crds", flag.ExitOnError)
+	var o app.CRDApplyOptions
+	app.CRDApplyFlags(fs, &o)
+	opts := zap.Options{}
+	opts.BindFlags(fs)
+	_ = fs.Parse(args) // ExitOnError
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	cfg, err := ctrl.GetConfig()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctrl.SetupSignalHandler(), 3*time.Minute)
+		defer cancel()
+		err = app.ApplyCRDs(ctx, cfg, o)
+	}
+	if err != nil {
+		ctrl.Log.Error(err, "apply-crds")
+		return 1
+	}
+	return 0
 }

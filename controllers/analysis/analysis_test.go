@@ -123,24 +123,7 @@ func TestNextAt(t *testing.T) {
 	}
 }
 
-func TestRender(t *testing.T) {
-	vars := Vars{Namespace: "prod", Name: "llm",
-		Canary: NewRevision(3, "bbbb0000", "prod-llm-bbbb0000", map[string]string{"decode": "llm-decode-bbbb0000"}),
-		Stable: NewRevision(2, "aaaa0000", "prod-llm-aaaa0000", nil)}
-	got, err := Render(`rate(x{dynamo_namespace="{{.Canary.MetricsNamespace}}"}[1m]) / rate(x{dynamo_namespace="{{.Stable.Namespace}}"}[1m]) {{index .Canary.Workloads "decode"}} {{.Name}}`, vars)
-	want := `rate(x{dynamo_namespace="prod_llm_bbbb0000"}[1m]) / rate(x{dynamo_namespace="prod-llm-aaaa0000"}[1m]) llm-decode-bbbb0000 llm`
-	if err != nil || got != want {
-		t.Errorf("Render = %q, %v; want %q", got, err, want)
-	}
-	if _, err := Render(`{{.Canary.Nope}}`, vars); err == nil {
-		t.Error("an unknown field rendered")
-	}
-	if err := CheckQuery(`{{.Canary.Namespace`, nil); err == nil {
-		t.Error("CheckQuery accepted an unclosed action")
-	}
-	if err := CheckQuery(`up{x="{{index .Canary.Workloads "prefill"}}"}`, []string{"prefill"}); err != nil {
-		t.Errorf("CheckQuery: %v", err)
-	}
+func TestSanitizeLabel(t *testing.T) {
 	if got := SanitizeLabel("ns.a-b_c9"); got != "ns_a_b_c9" {
 		t.Errorf("SanitizeLabel = %q", got)
 	}

@@ -5,8 +5,8 @@
 # (vllm-disagg in default): run it on a fresh `make run`.
 set -u
 run() { echo "\$ $*"; eval "$@" 2>&1; }
-img() { # the merge patch that sets both workers' image and the change cause
-  echo "'{\"metadata\":{\"annotations\":{\"kubernetes.io/change-cause\":\"vllm-runtime $1\"}},\"spec\":{\"services\":{\"VllmDecodeWorker\":{\"extraPodSpec\":{\"mainContainer\":{\"image\":\"nvcr.io/nvidia/ai-dynamo/vllm-runtime:$1\"}}},\"VllmPrefillWorker\":{\"extraPodSpec\":{\"mainContainer\":{\"image\":\"nvcr.io/nvidia/ai-dynamo/vllm-runtime:$1\"}}}}}}'"
+img() { # set both workers' image, with the change cause
+  echo "kubectl dgd set image vllm-disagg VllmDecodeWorker=nvcr.io/nvidia/ai-dynamo/vllm-runtime:$1 VllmPrefillWorker=nvcr.io/nvidia/ai-dynamo/vllm-runtime:$1 --change-cause=\"vllm-runtime $1\""
 }
 conditions="kubectl get dgd vllm-disagg -o jsonpath='{range .status.conditions[*]}{.type}={.status} {.reason}: {.message}{\"\\n\"}{end}'"
 
@@ -24,7 +24,7 @@ run kubectl dgd rollout history vllm-disagg
 run kubectl dgd rollout history vllm-disagg --revision=2
 
 echo "## frontend"
-run kubectl patch dgd vllm-disagg --type=merge -p "'{\"metadata\":{\"annotations\":{\"kubernetes.io/change-cause\":\"frontend 0.4.1\"}},\"spec\":{\"services\":{\"Frontend\":{\"extraPodSpec\":{\"mainContainer\":{\"image\":\"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1\"}}}}}}'"
+run kubectl dgd set image vllm-disagg Frontend=nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1 --change-cause=\"frontend 0.4.1\"
 run kubectl dgd rollout status vllm-disagg
 run kubectl get deploy -L nvidia.com/dynamo-worker-hash
 run kubectl dgd rollout history vllm-disagg
@@ -32,7 +32,7 @@ run kubectl get dgd vllm-disagg -o jsonpath="'{.status.updateRevision} {.status.
 
 echo "## canary"
 run kubectl dgd rollout partition vllm-disagg 50%
-run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.5.0)"
+run "$(img 0.5.0)"
 run kubectl dgd rollout status vllm-disagg
 run kubectl get dgd vllm-disagg
 run "$conditions"
@@ -43,7 +43,7 @@ run "$conditions"
 run kubectl get deploy
 
 echo "## pause"
-run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.5.1)"
+run "$(img 0.5.1)"
 sleep 0.5
 run kubectl dgd rollout pause vllm-disagg
 run kubectl get deploy
@@ -80,7 +80,7 @@ run "curl -s 127.0.0.1:8080/metrics | grep 'controller_runtime_reconcile_total{c
 
 echo "## steps"
 run kubectl patch dgd vllm-disagg --type=merge -p "'{\"spec\":{\"rollout\":{\"steps\":[{\"partition\":\"75%\"},{\"pause\":{\"duration\":\"20s\"}},{\"partition\":\"25%\"},{\"pause\":{}}]}}}'"
-run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.6.0)"
+run "$(img 0.6.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.currentStepIndex}'=1" --timeout=60s
 run kubectl get deploy -L nvidia.com/dynamo-worker-hash
 run kubectl get dgd vllm-disagg -o jsonpath="'{.status.rollingUpdate.message}{\"\\n\"}'"
@@ -96,7 +96,7 @@ run kubectl dgd rollout partition vllm-disagg 50%
 echo "## analysis"
 analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}step {.step}: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, successful {.successful}, failed {.failed}, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
 run kubectl patch dgd vllm-disagg --type=merge --patch-file config/samples/canary-analysis.yaml
-run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.7.0)"
+run "$(img 0.7.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s
 run kubectl dgd rollout status vllm-disagg --watch=false
 run kubectl dgd rollout status vllm-disagg --timeout=3m
@@ -104,7 +104,7 @@ run "$analyses"
 run "kubectl get events --field-selector reason=AnalysisSucceeded -o custom-columns=REASON:.reason,MESSAGE:.message --sort-by=.metadata.creationTimestamp"
 
 echo "## abort"
-run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.7.1-errors)"
+run "$(img 0.7.1-errors)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.phase}'=Aborted" --timeout=90s
 run kubectl get deploy -L nvidia.com/dynamo-worker-hash
 run kubectl wait dgd/vllm-disagg --for=condition=Reconciling=False --timeout=90s
@@ -117,7 +117,7 @@ run "kubectl get events --field-selector type=Warning,reason=AnalysisFailed -o c
 run "kubectl get events --field-selector reason=RolloutAbortCompleted -o custom-columns=REASON:.reason,MESSAGE:.message"
 
 echo "## abort by hand, retry"
-run kubectl patch dgd vllm-disagg --type=merge -p "$(img 0.8.0)"
+run "$(img 0.8.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s
 run kubectl dgd rollout abort vllm-disagg
 run kubectl wait dgd/vllm-disagg --for=condition=Reconciling=False --timeout=90s

@@ -12,7 +12,7 @@ import (
 // this rollout needs. Nothing is timed.
 func TestP3Smoke(t *testing.T) {
 	const n = 5
-	runP3(t, n, 1, 0, func(r *p3Run) {
+	runP3(t, n, 1, 0, p3Unrelated{}, func(r *p3Run) {
 		// Per graph (frontend 1, prefill 2, decode 1, maxSurge 1 / maxUnavailable 0):
 		// a ControllerRevision; each worker service's new Deployment and its Service
 		// created, the old ones deleted once drained; prefill's scaled once each way;

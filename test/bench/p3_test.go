@@ -42,6 +42,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -88,16 +89,99 @@ func BenchmarkP3ScaleDGDsVsDeployments(b *testing.B) {
 	if v, err := strconv.Atoi(os.Getenv("P3_N")); err == nil && v > 0 {
 		n = v
 	}
-	runP3(b, n, b.N, 10*time.Second, func(r *p3Run) {
+	runP3(b, n, b.N, 10*time.Second, p3Unrelated{}, func(r *p3Run) {
 		rss, _ := r.op.PeakRSS()
 		r.report(b, rss)
 	})
 }
 
+// BenchmarkP3UnrelatedObjects is P3 with 2,000 Deployments and 200 StatefulSets that
+// belong to no DGD left in the cluster (issue 23), made before the operator starts:
+// the operator caches only its own workloads and ControllerRevisions (app.CacheOptions),
+// so its peak RSS should stay within 10% of BenchmarkP3ScaleDGDsVsDeployments's and its
+// rollout time within noise. They run no pods (replicas 0): what is measured is the
+// objects, and the ControllerRevision the StatefulSet controller makes for each
+// StatefulSet, in the operator's memory, not their pods' load on the cluster.
+func BenchmarkP3UnrelatedObjects(b *testing.B) {
+	n := 500
+	if v, err := strconv.Atoi(os.Getenv("P3_N")); err == nil && v > 0 {
+		n = v
+	}
+	runP3(b, n, b.N, 10*time.Second, p3Unrelated{Deployments: 2000, StatefulSets: 200}, func(r *p3Run) {
+		rss, _ := r.op.PeakRSS()
+		r.report(b, rss)
+	})
+}
+
+// p3Unrelated is how many Deployments and StatefulSets of no DGD P3 leaves in the
+// cluster (namespace p3-unrelated) before the operator starts.
+type p3Unrelated struct{ Deployments, StatefulSets int }
+
+// create makes them, each with a pod template the size of a real serving workload's
+// (a container with 24 env vars, resources and probes), and waits until
+// kube-controller-manager is done with them: a ReplicaSet for every Deployment and a
+// ControllerRevision for every StatefulSet (a first run that did not wait for the
+// ReplicaSets timed the plain arm's create at 171 s instead of about 25 s at N=20).
+func (u p3Unrelated) create(b testing.TB, k8s client.Client) {
+	if u.Deployments == 0 && u.StatefulSets == 0 {
+		return
+	}
+	ctx := context.Background()
+	const ns = "p3-unrelated"
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	pod := func(name string) corev1.PodTemplateSpec {
+		c := corev1.Container{Name: "main", Image: "registry.example.com/team/server:1.2.3",
+			Ports:          []corev1.ContainerPort{{Name: "http", ContainerPort: 8080}},
+			Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}},
+			ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromString("http")}}, PeriodSeconds: 5}}
+		for k := range 24 {
+			c.Env = append(c.Env, corev1.EnvVar{Name: fmt.Sprintf("SETTING_%02d", k), Value: fmt.Sprintf("value-of-setting-%02d-for-%s", k, name)})
+		}
+		return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": name}}, Spec: corev1.PodSpec{Containers: []corev1.Container{c}}}
+	}
+	if err := parallel(u.Deployments+u.StatefulSets, func(i int) error {
+		if i < u.Deployments {
+			name := fmt.Sprintf("other-%04d", i)
+			return k8s.Create(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+				Spec: appsv1.DeploymentSpec{Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}, Template: pod(name)}})
+		}
+		name := fmt.Sprintf("other-sts-%03d", i-u.Deployments)
+		return k8s.Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+			Spec: appsv1.StatefulSetSpec{Replicas: ptr.To(int32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}}, Template: pod(name)}})
+	}); err != nil {
+		b.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		var revs appsv1.ControllerRevisionList
+		if err := k8s.List(ctx, &revs, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		var rss metav1.PartialObjectMetadataList
+		rss.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("ReplicaSetList"))
+		if err := k8s.List(ctx, &rss, client.InNamespace(ns)); err != nil {
+			b.Fatal(err)
+		}
+		if len(revs.Items) >= u.StatefulSets && len(rss.Items) >= u.Deployments {
+			fmt.Printf("P3: %d Deployments (%d ReplicaSets), %d StatefulSets (%d ControllerRevisions) of no DGD in %s\n",
+				u.Deployments, len(rss.Items), u.StatefulSets, len(revs.Items), ns)
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("P3: %d of %d ReplicaSets, %d of %d ControllerRevisions of the unrelated objects after 5 minutes",
+				len(rss.Items), u.Deployments, len(revs.Items), u.StatefulSets)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // runP3 runs P3 at n graphs for rounds rounds on one local control plane and one
 // operator process, and hands each finished round to done. steady is the window in
 // which the operator's writes in steady state are counted (0: not counted).
-func runP3(b testing.TB, n, rounds int, steady time.Duration, done func(*p3Run)) {
+// unrelated are made before the operator starts.
+func runP3(b testing.TB, n, rounds int, steady time.Duration, unrelated p3Unrelated, done func(*p3Run)) {
 	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
 		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
 	}
@@ -147,17 +231,18 @@ func runP3(b testing.TB, n, rounds int, steady time.Duration, done func(*p3Run))
 	if os.Getenv("P3_DEBUG") != "" {
 		flags = append(flags, "--zap-log-level=debug")
 	}
-	op, err := opproc.Start(bin, proxy.Kubeconfig, filepath.Join(logDir, "operator.log"), flags...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer op.Stop()
 	cfg := rest.CopyConfig(cl.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
 	k8s, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
 	if err != nil {
 		b.Fatal(err)
 	}
+	unrelated.create(b, k8s)
+	op, err := opproc.Start(bin, proxy.Kubeconfig, filepath.Join(logDir, "operator.log"), flags...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer op.Stop()
 	order := p3Order(b)
 	for i := 0; i < rounds; i++ {
 		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl, op: op, steadyWindow: steady}

@@ -1,7 +1,11 @@
 package e2e
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -9,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/controllers/analysis"
@@ -19,9 +24,6 @@ import (
 
 // Queries as docs/analysis.md shows them, on Dynamo's metric names and labels.
 const (
-	// errorRatio is the canary's worker error ratio over the last 10 s.
-	errorRatio = `sum(rate(dynamo_component_errors_total{dynamo_namespace="{{.Canary.MetricsNamespace}}",dynamo_endpoint="generate"}[10s]))
-/ sum(rate(dynamo_component_requests_total{dynamo_namespace="{{.Canary.MetricsNamespace}}",dynamo_endpoint="generate"}[10s]))`
 	// ttftRatio is the canary's p90 time to first token over the stable's.
 	ttftRatio = `histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{dynamo_namespace="{{.Canary.Namespace}}"}[10s])))
 / histogram_quantile(0.9, sum by (le) (rate(vllm:time_to_first_token_seconds_bucket{dynamo_namespace="{{.Stable.Namespace}}"}[10s])))`
@@ -36,6 +38,34 @@ func metricStep(metrics ...v1alpha1.AnalysisMetric) v1alpha1.RolloutStep {
 func every(m v1alpha1.AnalysisMetric, interval time.Duration, count int32) v1alpha1.AnalysisMetric {
 	m.Interval, m.InitialDelay, m.Count = &metav1.Duration{Duration: interval}, &metav1.Duration{Duration: 3 * time.Second}, &count
 	return m
+}
+
+// errorRatio is the error-rate query of config/samples/canary-analysis.yaml over the
+// last 10 s (30 s there): the healthy spec proves the sample passes a healthy canary on
+// metrics shaped like Dynamo's, whose workers have no error series before their first
+// error (test/prom); without its "or vector(0)" the canary is held forever.
+var errorRatio = sampleQuery("canary-analysis.yaml", "error-rate")
+
+func sampleQuery(file, metric string) string {
+	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "samples", file))
+	if err != nil {
+		panic(err)
+	}
+	var d v1alpha1.DynamoGraphDeployment
+	if err := yaml.UnmarshalStrict(raw, &d); err != nil {
+		panic(err)
+	}
+	for _, st := range d.Spec.Rollout.Steps {
+		if st.Analysis == nil {
+			continue
+		}
+		for _, m := range st.Analysis.Metrics {
+			if m.Name == metric {
+				return strings.ReplaceAll(m.Query, "[30s]", "[10s]")
+			}
+		}
+	}
+	panic(fmt.Sprintf("%s has no metric %s", file, metric))
 }
 
 var errorsMetric = v1alpha1.AnalysisMetric{Name: "error-rate", Query: errorRatio, SuccessCondition: "result < 0.05"}

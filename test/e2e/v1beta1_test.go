@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -58,12 +59,29 @@ var _ = Describe("v1beta1 DGDs on the local control plane", func() {
 		Expect(s.w.Snapshot().MinReady["prefill"]).To(BeNumerically(">=", 3))
 	})
 
-	// Dynamo's multinode examples (test/testdata/dynamo/*-multinode.yaml) are accepted
-	// (test/envtest/validation) and convert (api/conversion, revisions) but are not
-	// deployed here: on one GPU per pod their gangs hit an intermittent discovery gap of
-	// multinode LeaderWorkerSets (a new revision's decode leaders "no endpoint in a
-	// discovery-enabled EndpointSlice" while the old prefill drains), also seen once on
-	// the v1alpha1 LWS scenario of this suite under load: see the i24 note.
+	// Dynamo's multinode examples as written (one gang per role), on one GPU per pod (the
+	// local nodes have 8 each). Before issue 22 a new revision's decode leaders were
+	// intermittently missing from discovery here: the LeaderWorkerSet's headless Service
+	// and the revision's discovery Service shared one name.
+	DescribeTable("rolls Dynamo's multinode disaggregated example (LeaderWorkerSets) to a new image, gangs whole",
+		func(file, image string) {
+			b := example(file)
+			for i := range b.Spec.Components {
+				if c := &b.Spec.Components[i]; c.Multinode != nil {
+					c.PodTemplate.Spec.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse("1")
+				}
+			}
+			s := startObject(b)
+			checkGangs(s)
+			update(s, harness.BetaImage(image))
+			s.waitRolledOut(2)
+			checkGangs(s)
+		},
+		Entry("SGLang", "sglang-disagg-multinode.yaml", "nvcr.io/nvidia/ai-dynamo/sglang-runtime:1.3.2"),
+		Entry("vLLM", "vllm-disagg-multinode.yaml", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.3.2"),
+		Entry("TRT-LLM", "trtllm-disagg-multinode.yaml", "nvcr.io/nvidia/ai-dynamo/tensorrtllm-runtime:1.3.2"),
+	)
+
 	It("deploys Dynamo's aggregated vLLM example", func() {
 		startObject(example("vllm-agg.yaml")) // revision 1 rolled out, discovered, under the watcher and observer
 	})

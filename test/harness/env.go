@@ -171,7 +171,10 @@ func (e *Env) startOperator(b Broken) error {
 			return err
 		}
 	} else {
-		opts.Scheme, opts.Cache = app.NewScheme(), app.CacheOptions()
+		opts.Scheme = app.NewScheme()
+		if opts.Cache, err = app.CacheOptionsFor(cfg); err != nil {
+			return err
+		}
 		if opts.WebhookServer, err = e.Webhook.Server(); err != nil {
 			return err
 		}

@@ -35,11 +35,16 @@ func renderedPCS(t *testing.T) *grovev1.PodCliqueSet {
 	if err := b.Ensure(ctx, dgd, pool); err != nil {
 		t.Fatal(err)
 	}
-	var pcs grovev1.PodCliqueSet
-	if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: backends.GroupName("g", "abcd1234")}, &pcs); err != nil {
+	// The backend picks the PodCliqueSet's name (the first free of g, g-1, ...): the
+	// only one in the namespace is the revision's.
+	var pcss grovev1.PodCliqueSetList
+	if err := c.List(ctx, &pcss, client.InNamespace("ns")); err != nil {
 		t.Fatal(err)
 	}
-	return &pcs
+	if len(pcss.Items) != 1 {
+		t.Fatalf("%d PodCliqueSets rendered, want 1", len(pcss.Items))
+	}
+	return &pcss.Items[0]
 }
 
 // TestGroveRejects: the PodCliqueSet the operator renders passes Grove's webhook on

@@ -17,6 +17,14 @@ func TestPatchCarriesTheScript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if got := patchData(t)["resource.customizations.health.nvidia.com_DynamoGraphDeployment"]; got != string(script) {
+		t.Fatalf("argocd-cm-patch.yaml and health.lua differ:\n%s", got)
+	}
+}
+
+// patchData is the data of config/argocd/argocd-cm-patch.yaml.
+func patchData(t *testing.T) map[string]string {
+	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "argocd", "argocd-cm-patch.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +35,7 @@ func TestPatchCarriesTheScript(t *testing.T) {
 	if err := yaml.Unmarshal(raw, &patch); err != nil {
 		t.Fatal(err)
 	}
-	if got := patch.Data["resource.customizations.health.nvidia.com_DynamoGraphDeployment"]; got != string(script) {
-		t.Fatalf("argocd-cm-patch.yaml and health.lua differ:\n%s", got)
-	}
+	return patch.Data
 }
 
 // Each branch of the script on a hand-written status (the envtest suites run it on

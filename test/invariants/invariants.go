@@ -6,7 +6,9 @@ package invariants
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -109,19 +111,10 @@ func CheckPools(services []Service, ws []Workload) []string {
 	}
 	pools := poolsOf(ws)
 	var v []string
-	for _, h := range sortedKeys(pools) {
+	for _, h := range slices.Sorted(maps.Keys(pools)) {
 		v = append(v, checkPool(h, byName, pools[h])...)
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // CheckPrefillHasDecode returns the pools that hold prefill replicas and none of some
@@ -133,7 +126,7 @@ func sortedKeys[V any](m map[string]V) []string {
 func CheckPrefillHasDecode(services []Service, ws []Workload) []string {
 	pools := poolsOf(ws)
 	var v []string
-	for _, h := range sortedKeys(pools) {
+	for _, h := range slices.Sorted(maps.Keys(pools)) {
 		var prefill, noDecode []string
 		for _, s := range services {
 			switch {

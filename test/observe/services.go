@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -61,7 +62,7 @@ func SubdomainViolations(svcs []corev1.Service, pods []corev1.Pod) []string {
 	all := gangs.GroupLWS(pods)
 	maps.Copy(all, gangs.GroupGrove(pods))
 	var out []string
-	for _, key := range sortedKeys(all) {
+	for _, key := range slices.Sorted(maps.Keys(all)) {
 		g := all[key]
 		for _, m := range g.Members {
 			p := m.Pod
@@ -230,15 +231,6 @@ func RoutableViolations(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod, sl
 					d.Name, st.ReadyReplicas, name, ns))
 			}
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

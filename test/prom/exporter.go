@@ -47,7 +47,9 @@ func Demo(image string) Profile {
 // port, as if Prometheus scraped every pod (each series carries the pod's worker_id):
 //
 //   - dynamo_component_requests_total and dynamo_component_errors_total{error_type=
-//     "generate"} (counters), dynamo_component_request_duration_seconds (histogram,
+//     "generate"} (counters; the error series only from a worker's first error, as a
+//     labelled counter of a Prometheus CounterVec exists from its first increment, so a
+//     query over a healthy canary's errors alone has no sample), dynamo_component_request_duration_seconds (histogram,
 //     Prometheus' default buckets), labelled dynamo_namespace (sanitized: '-' → '_'),
 //     dynamo_component, dynamo_endpoint="generate", worker_id and model, as
 //     lib/runtime/src/pipeline/network/ingress/push_handler/metrics.rs and
@@ -150,8 +152,10 @@ func (e *Exporter) Render(ctx context.Context) (string, error) {
 			analysis.SanitizeLabel(ns), strings.ToLower(pod.Labels[v1alpha1.LabelService]), h.Sum64())
 		series["dynamo_component_requests_total counter"] = append(series["dynamo_component_requests_total counter"],
 			fmt.Sprintf("dynamo_component_requests_total{%s} %g", rt, n))
-		series["dynamo_component_errors_total counter"] = append(series["dynamo_component_errors_total counter"],
-			fmt.Sprintf(`dynamo_component_errors_total{%s,error_type="generate"} %g`, rt, errs))
+		if errs > 0 { // a labelled counter is born at its first increment: no error, no series
+			series["dynamo_component_errors_total counter"] = append(series["dynamo_component_errors_total counter"],
+				fmt.Sprintf(`dynamo_component_errors_total{%s,error_type="generate"} %g`, rt, errs))
+		}
 		histogram(series, "dynamo_component_request_duration_seconds", rt, defaultBuckets, n, p.TTFT+p.ITL*100)
 		engine := fmt.Sprintf(`dynamo_namespace=%q,dynamo_component=%q,dynamo_endpoint="generate",worker_id="%x",model="Qwen/Qwen3-0.6B",model_name="Qwen/Qwen3-0.6B"`,
 			ns, strings.ToLower(pod.Labels[v1alpha1.LabelService]), h.Sum64())

@@ -31,6 +31,9 @@ type Options struct {
 	ScrapeInterval time.Duration
 	// Log receives the server's output (default: discarded).
 	Log io.Writer
+	// RuleFiles are Prometheus rule files (recording and alerting rules) it loads and
+	// evaluates every ScrapeInterval; a file that does not parse stops it from starting.
+	RuleFiles []string
 }
 
 // Server is a running Prometheus.
@@ -85,16 +88,23 @@ func (s *Server) config() string {
 	for i, t := range s.opts.Targets {
 		targets[i] = fmt.Sprintf("%q", t)
 	}
+	rules := ""
+	for _, f := range s.opts.RuleFiles {
+		rules += fmt.Sprintf("- %q\n", f)
+	}
+	if rules != "" {
+		rules = "rule_files:\n" + rules
+	}
 	return fmt.Sprintf(`global:
   scrape_interval: %[1]s
   scrape_timeout: %[1]s
   evaluation_interval: %[1]s
-scrape_configs:
+%[3]sscrape_configs:
 - job_name: dynamo
   honor_labels: true
   static_configs:
   - targets: [%[2]s]
-`, s.opts.ScrapeInterval, strings.Join(targets, ", "))
+`, s.opts.ScrapeInterval, strings.Join(targets, ", "), rules)
 }
 
 // Restart starts the server (again, after Stop) on the same address and data, and

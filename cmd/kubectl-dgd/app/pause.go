@@ -18,6 +18,16 @@ import (
 // validPercent is the CRD's rule for a percentage partition: 0% to 100%.
 var validPercent = regexp.MustCompile(`^(100|[1-9]?[0-9])%$`)
 
+// pauseFields and resumeFields are what pause and resume merge into spec.rollout, and
+// isPaused and isResumed when they write nothing (the Argo CD actions of
+// config/argocd/actions write the same when enabled; a test compares them).
+var (
+	pauseFields  = map[string]any{"paused": true}
+	resumeFields = map[string]any{"paused": false}
+	isPaused     = func(r v1alpha1.RolloutSpec) bool { return r.Paused }
+	isResumed    = func(r v1alpha1.RolloutSpec) bool { return !r.Paused }
+)
+
 func newPauseCommand(c *cli) *cobra.Command {
 	return &cobra.Command{
 		Use:   "pause NAME",
@@ -28,8 +38,7 @@ func newPauseCommand(c *cli) *cobra.Command {
 		Args:    exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.patchRollout(cmd.Context(), args[0], "paused", "already paused",
-				func(r v1alpha1.RolloutSpec) bool { return r.Paused },
-				map[string]any{"paused": true})
+				isPaused, pauseFields)
 		},
 	}
 }
@@ -43,8 +52,7 @@ func newResumeCommand(c *cli) *cobra.Command {
 		Args:    exactlyOneName,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return c.patchRollout(cmd.Context(), args[0], "resumed", "already resumed",
-				func(r v1alpha1.RolloutSpec) bool { return !r.Paused },
-				map[string]any{"paused": false})
+				isResumed, resumeFields)
 		},
 	}
 }

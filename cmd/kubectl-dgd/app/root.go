@@ -7,11 +7,16 @@
 //	kubectl dgd rollout undo NAME [--to-revision=N] [--dry-run=none|client|server]
 //	kubectl dgd rollout pause|resume|promote|abort|retry NAME
 //	kubectl dgd rollout partition NAME VALUE
+//	kubectl dgd set image NAME SERVICE=IMAGE... [--change-cause=TEXT]
+//	kubectl dgd restart NAME [--id=ID]
+//	kubectl dgd list [-A]
+//	kubectl dgd completion bash|zsh|fish|powershell
 //
 // Connection flags (--kubeconfig, --context, -n/--namespace, --server...) are kubectl's,
 // from k8s.io/cli-runtime's ConfigFlags. Commands are built by NewRootCommand from
 // injectable IOStreams and ConfigFlags, so tests run them in-process against a real API
-// server and compare their output with golden files.
+// server and compare their output with golden files. Every command that takes a DGD name
+// completes it from the cluster (cobra's ValidArgsFunction; see complete.go).
 package app
 
 import (
@@ -49,7 +54,7 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 		Short: "Manage DynamoGraphDeployment rollouts",
 		Long: "kubectl dgd manages the rollouts of DynamoGraphDeployments (DGDs): history, status,\n" +
 			"undo, pause, resume, partition (canary), promote, abort and retry, like kubectl rollout does for\n" +
-			"Deployments and StatefulSets.",
+			"Deployments and StatefulSets; set image, restart and list.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl dgd"},
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -58,7 +63,8 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
-	root.AddCommand(newRolloutCommand(&cli{streams: streams, flags: flags}))
+	c := &cli{streams: streams, flags: flags}
+	root.AddCommand(newRolloutCommand(c), newSetCommand(c), newRestartCommand(c), newListCommand(c))
 	return root
 }
 
@@ -73,6 +79,9 @@ func newRolloutCommand(c *cli) *cobra.Command {
 	cmd.AddCommand(newHistoryCommand(c), newStatusCommand(c), newUndoCommand(c),
 		newPauseCommand(c), newResumeCommand(c), newPartitionCommand(c), newPromoteCommand(c),
 		newAbortCommand(c), newRetryCommand(c))
+	for _, sub := range cmd.Commands() {
+		sub.ValidArgsFunction = c.completeName // every rollout verb takes a DGD name first
+	}
 	return cmd
 }
 

@@ -5,10 +5,13 @@ package app
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
+	"time"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 
@@ -18,6 +21,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -27,6 +31,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
@@ -67,15 +72,39 @@ func NewScheme() *runtime.Scheme {
 	return s
 }
 
-// CacheOptions caches only the pods of DGDs (as metadata: the controller watches and
-// lists them so), only the EndpointSlices of DGDs' discovery Services (both discovery
-// labels and the graph label, which the EndpointSlice controller copies from the
-// Service: how a DGD's readiness is read, controllers/discovery.go), and only the
-// Services, Ingresses, ServiceAccounts, Roles, RoleBindings and ConfigMaps the
-// operator made: a cluster's others are none of ours. Secrets are never cached (read
-// with the API reader).
+// CacheOptions caches only what the operator made or reads of its DGDs, never a
+// cluster's other objects of those kinds (issue 23: their number must not grow its
+// memory):
+//   - its workloads (Deployments, LeaderWorkerSets, PodCliqueSets) and
+//     ControllerRevisions, by its managed-by label; a StatefulSet's or DaemonSet's
+//     ControllerRevisions carry the pod template's labels (a LeaderWorkerSet's
+//     StatefulSets copy ours) and are told apart by the hash label Kubernetes'
+//     history package gives them (controller.kubernetes.io/hash), which ours lack; an
+//     object of ours stripped of its labels is relabelled (backends.RelabelStripped),
+//     and one a DGD controls without them is labelled at start (backends.RelabelOwned,
+//     NewManager) and when a create answers AlreadyExists (backends.ExistingOnCreate);
+//   - the pods of DGDs (as metadata: the controller watches and lists them so), by the
+//     graph label;
+//   - the EndpointSlices of DGDs' discovery Services (both discovery labels and the
+//     graph label, which the EndpointSlice controller copies from the Service: how a
+//     DGD's readiness is read, controllers/discovery.go);
+//   - the Services, Ingresses, ServiceAccounts, Roles, RoleBindings and ConfigMaps it
+//     made, by its managed-by label.
+//
+// PodCliques and PodCliqueScalingGroups are Grove's: they carry only Grove's labels
+// (app.kubernetes.io/managed-by: grove-operator, part-of: <PodCliqueSet>; FACTS.md),
+// so no selector tells a DGD's from another PodCliqueSet's. They stay unfiltered; a
+// PodClique's pod spec (all but its size) is dropped as it enters the cache (nothing
+// reads it: replicas and status are), and a PodCliqueScalingGroup holds no pod spec.
+// Secrets are never cached (read with the API reader), nor are StatefulSets,
+// ReplicaSets or Nodes (never read). Fields nothing reads are dropped: managedFields
+// of everything, a Deployment's pod spec.
 func CacheOptions() cache.Options {
 	ofDGD, err := labels.NewRequirement(v1alpha1.LabelGraph, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	notHistory, err := labels.NewRequirement(HistoryHashLabel, selection.DoesNotExist, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -85,7 +114,11 @@ func CacheOptions() cache.Options {
 		// Nothing reads managedFields: the cache need not hold them.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:         {Transform: StripDeploymentPodSpec},
+			&appsv1.Deployment{}:         {Label: ours, Transform: StripDeploymentPodSpec},
+			&appsv1.ControllerRevision{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}).Add(*notHistory)},
+			&lwsv1.LeaderWorkerSet{}:     {Label: ours},
+			&grovev1.PodCliqueSet{}:      {Label: ours},
+			&grovev1.PodClique{}:         {Transform: StripPodCliquePodSpec},
 			&corev1.Pod{}:                {Label: labels.NewSelector().Add(*ofDGD)},
 			&corev1.Service{}:            {Label: ours},
 			&networkingv1.Ingress{}:      {Label: ours},
@@ -96,6 +129,41 @@ func CacheOptions() cache.Options {
 			&discoveryv1.EndpointSlice{}: {Label: discovery},
 		}}
 }
+
+// CacheOptionsFor is CacheOptions for the cluster of cfg: the kinds whose CRDs it does
+// not serve (LeaderWorkerSet, Grove's) are left out, as a cache of a kind the API
+// server does not know stops the manager from being made (Backends leaves their
+// backends out too).
+func CacheOptionsFor(cfg *rest.Config) (cache.Options, error) {
+	opts := CacheOptions()
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return opts, err
+	}
+	mapper, err := apiutil.NewDynamicRESTMapper(cfg, hc)
+	if err != nil {
+		return opts, err
+	}
+	s := NewScheme()
+	for obj := range opts.ByObject {
+		gvk, err := apiutil.GVKForObject(obj, s)
+		if err != nil {
+			return opts, err
+		}
+		if _, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+			delete(opts.ByObject, obj)
+		} else if err != nil {
+			return opts, fmt.Errorf("looking up %s: %w", gvk.Kind, err)
+		}
+	}
+	return opts, nil
+}
+
+// HistoryHashLabel is the label Kubernetes' controller history gives every
+// ControllerRevision it makes for a StatefulSet or DaemonSet (k8s.io/kubernetes
+// pkg/controller/history, ControllerRevisionHashLabel): the operator's own revisions
+// never carry it. (LeaderWorkerSet's own revisions carry neither it nor ours.)
+const HistoryHashLabel = "controller.kubernetes.io/hash"
 
 // StripDeploymentPodSpec is the cache transform of Deployments: managedFields and the
 // pod spec dropped, the largest part of a Deployment the operator renders (Dynamo's
@@ -112,6 +180,17 @@ func StripDeploymentPodSpec(obj any) (any, error) {
 	return obj, err
 }
 
+// StripPodCliquePodSpec is the cache transform of PodCliques: managedFields and the
+// pod spec dropped. The Grove backend reads a PodClique's replicas and status only
+// (backends/grove Observe and Scale), and the controller its owner references.
+func StripPodCliquePodSpec(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if c, ok := obj.(*grovev1.PodClique); ok {
+		c.Spec.PodSpec = corev1.PodSpec{}
+	}
+	return obj, err
+}
+
 // Options configure the operator beyond controller-runtime's manager options.
 type Options struct {
 	// Manager are controller-runtime's options; Scheme and Cache are set by NewManager.
@@ -124,8 +203,15 @@ type Options struct {
 	// (http://host:9090). Empty: Platform.PrometheusEndpoint when set; with neither,
 	// every query errs and an analysis is inconclusive (the rollout holds for a person).
 	PrometheusURL string
+	// Prometheus is how PrometheusURL is reached (TLS, bearer token).
+	Prometheus PrometheusClient
 	// Querier, when set, answers the analysis queries instead (tests).
 	Querier analysis.Querier
+	// WatchNamespaces, when set, restricts the operator to these namespaces: its cache
+	// lists and watches them alone, so Roles in them (and the one ClusterRole rule for
+	// its own CRD) are all the RBAC it needs; DGDs elsewhere are not reconciled. The
+	// storage migration (MigrateStorage, which lists DGDs cluster-wide) does not run.
+	WatchNamespaces []string
 	// Webhook configures the conversion webhook (/convert); the zero value serves none.
 	Webhook WebhookOptions
 	// Middleware, when set, wraps the DGD reconciler (controllers.Reconciler.Middleware):
@@ -136,6 +222,19 @@ type Options struct {
 // AnalysisFlags binds the flags of the analysis steps.
 func AnalysisFlags(fs *flag.FlagSet, url *string) {
 	fs.StringVar(url, "prometheus-url", "", "Prometheus the analysis steps of spec.rollout.steps query, e.g. http://prometheus.monitoring:9090 (default: --prometheus-endpoint; with neither, analyses are inconclusive)")
+}
+
+// WatchNamespacesFlag binds --watch-namespaces (comma-separated) to ns.
+func WatchNamespacesFlag(fs *flag.FlagSet, ns *[]string) {
+	fs.Func("watch-namespaces", "comma-separated namespaces the operator watches and acts in (default: every namespace); with it, Roles in those namespaces are enough RBAC, apart from its CRD's conversion config", func(v string) error {
+		*ns = nil
+		for _, n := range strings.Split(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				*ns = append(*ns, n)
+			}
+		}
+		return nil
+	})
 }
 
 // Tuning sizes the operator's work: how many DGDs it reconciles at once and its API
@@ -201,12 +300,16 @@ func Backends(mgr ctrl.Manager, platform render.Config) *backends.Registry {
 	r := backends.NewRegistry().
 		Register(v1alpha1.BackendDeployment, deployment.New(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), platform))
 	if installed(mgr, lwsv1.SchemeGroupVersion.WithKind("LeaderWorkerSet")) {
-		r.Register(v1alpha1.BackendLeaderWorkerSet, lws.New(mgr.GetClient(), mgr.GetScheme(), platform))
+		l := lws.New(mgr.GetClient(), mgr.GetScheme(), platform)
+		l.Reader = mgr.GetAPIReader()
+		r.Register(v1alpha1.BackendLeaderWorkerSet, l)
 	} else {
 		ctrl.Log.Info("LeaderWorkerSet CRD not installed: the LeaderWorkerSet backend is off")
 	}
 	if installed(mgr, grovev1.SchemeGroupVersion.WithKind("PodCliqueSet")) {
-		r.Register(v1alpha1.BackendGrove, grove.New(mgr.GetClient(), mgr.GetScheme(), platform))
+		g := grove.New(mgr.GetClient(), mgr.GetScheme(), platform)
+		g.Reader = mgr.GetAPIReader()
+		r.Register(v1alpha1.BackendGrove, g)
 	} else {
 		ctrl.Log.Info("Grove CRDs not installed: the Grove backend is off")
 	}
@@ -231,7 +334,17 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.Tuning.QPS), o.Tuning.Burst
 	opts := o.Manager
-	opts.Scheme, opts.Cache = NewScheme(), CacheOptions()
+	opts.Scheme = NewScheme()
+	var err error
+	if opts.Cache, err = CacheOptionsFor(cfg); err != nil {
+		return nil, err
+	}
+	if len(o.WatchNamespaces) > 0 {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
 	if o.Tuning.Pprof != "" {
 		opts.PprofBindAddress = o.Tuning.Pprof
 	}
@@ -254,13 +367,44 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := Setup(mgr, o); err != nil {
 		return nil, err
 	}
+	if err := relabelOwned(mgr, o.WatchNamespaces); err != nil {
+		return nil, err
+	}
 	// Objects stored before v1beta1 became the storage version are rewritten in it
 	// (leader only, once per start; a no-op once status.storedVersions is [v1beta1]).
-	if err := mgr.Add(migrator{cfg: cfg}); err != nil {
+	// Not when restricted to namespaces: narrowing storedVersions needs every DGD of the
+	// cluster rewritten, which such an operator can neither list nor write (as Dynamo's
+	// namespace-restricted operator runs no migrator).
+	if len(o.WatchNamespaces) > 0 {
+		ctrl.Log.Info("watching namespaces; storage migration left to a cluster-wide operator", "namespaces", o.WatchNamespaces)
+	} else if err := mgr.Add(migrator{cfg: cfg}); err != nil {
 		return nil, err
 	}
 	return mgr, nil
 }
+
+// relabelOwned labels the workloads and ControllerRevisions DGDs control that lack the
+// operator's label (backends.RelabelOwned: made by an operator before issue 23, or
+// stripped while none ran), before the manager's cache starts, so its first list finds
+// them and no pass ever runs without them. Every replica runs it, leader or not: it
+// only adds the label to objects a DGD controls, which any leader would add too.
+func relabelOwned(mgr ctrl.Manager, namespaces []string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), relabelTimeout)
+	defer cancel()
+	n, err := backends.RelabelOwned(ctx, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetScheme(), namespaces,
+		&appsv1.Deployment{}, &appsv1.ControllerRevision{}, &lwsv1.LeaderWorkerSet{}, &grovev1.PodCliqueSet{})
+	if err != nil {
+		return fmt.Errorf("labelling the objects DGDs control: %w", err)
+	}
+	if n > 0 {
+		ctrl.Log.Info("labelled the objects DGDs control that lacked the operator's label", "objects", n)
+	}
+	return nil
+}
+
+// relabelTimeout bounds relabelOwned (a metadata list of each kind, a patch per
+// unlabelled object).
+const relabelTimeout = 2 * time.Minute
 
 // Setup adds the DynamoGraphDeployment controller to mgr.
 func Setup(mgr ctrl.Manager, o Options) error {
@@ -297,7 +441,11 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*controllers.Reconciler, error)
 	if o.Querier != nil {
 		r.Analysis = o.Querier
 	} else if url := cmp.Or(o.PrometheusURL, o.Platform.PrometheusEndpoint); url != "" {
-		q, err := analysis.NewPrometheus(url)
+		rt, err := o.Prometheus.Transport()
+		if err != nil {
+			return nil, err
+		}
+		q, err := analysis.NewPrometheusWith(url, rt)
 		if err != nil {
 			return nil, err
 		}

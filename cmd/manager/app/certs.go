@@ -20,11 +20,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
+// The self-signed certificate's Secret (--webhook-secret-name, default
+// dgd-rollout-webhook-cert) lives in the operator's own namespace ("system" in
+// config/rbac, renamed by kustomize like the rest): a Role there grants get and update
+// of that one Secret by name, and create (which Kubernetes cannot narrow by name) in
+// that namespace only. No cluster-wide Secret permission comes from it (issue 23).
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,resourceNames=dgd-rollout-webhook-cert,verbs=get;update
+// +kubebuilder:rbac:groups="",namespace=system,resources=secrets,verbs=create
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=dynamographdeployments.nvidia.com,verbs=get;update
 
 // certManager keeps the webhook's certificate and the CRD's conversion config right.
@@ -120,8 +127,15 @@ func (m *certManager) ensureSecret(ctx context.Context, now time.Time) ([]byte, 
 	}
 }
 
-// injectCRD points the CRD's conversion at the webhook (Service or URL) with caBundle.
+// injectCRD points the CRD's conversion at the webhook (Service or URL) with caBundle,
+// retrying on a conflict: a CRD just created or applied is still written by the API
+// server's own controllers (its status conditions), and a manager that gave up here
+// would exit and wait out a CrashLoopBackOff.
 func (m *certManager) injectCRD(ctx context.Context, caBundle []byte) error {
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error { return m.injectCRDOnce(ctx, caBundle) })
+}
+
+func (m *certManager) injectCRDOnce(ctx context.Context, caBundle []byte) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := m.c.Get(ctx, client.ObjectKey{Name: CRDName}, &crd); err != nil {
 		return fmt.Errorf("reading CRD %s: %w", CRDName, err)
@@ -135,7 +149,7 @@ func (m *certManager) injectCRD(ctx context.Context, caBundle []byte) error {
 	}
 	crd.Spec.Conversion = want
 	if err := m.c.Update(ctx, &crd); err != nil {
-		return fmt.Errorf("pointing CRD %s's conversion at the webhook: %w", CRDName, err)
+		return fmt.Errorf("pointing CRD %s's conversion at the webhook: %w", CRDName, err) // %w: RetryOnConflict sees a conflict
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -28,6 +30,7 @@ import (
 	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/revisions"
 	grovecrds "github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/harness"
 	lwscrds "github.com/dgd-rollout/operator/test/lws"
@@ -303,4 +306,70 @@ var _ = Describe("every backend keeps the Backend contract", func() {
 			})
 		})
 	}
+})
+
+// recreate deletes o and makes an object of the same name and content again: a new
+// UID under the old name, as a person, the next leader or another DGD would.
+func recreate(o client.Object) client.Object {
+	GinkgoHelper()
+	old := o.GetUID()
+	Expect(env.Client.Delete(ctx, o)).To(Succeed())
+	Eventually(func() bool {
+		return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(o), o.DeepCopyObject().(client.Object)))
+	}).Should(BeTrue())
+	fresh := o.DeepCopyObject().(client.Object)
+	fresh.SetUID("")
+	fresh.SetResourceVersion("")
+	fresh.SetCreationTimestamp(metav1.Time{})
+	fresh.SetManagedFields(nil)
+	Expect(env.Client.Create(ctx, fresh)).To(Succeed())
+	Expect(fresh.GetUID()).NotTo(Equal(old))
+	return fresh
+}
+
+// Issue 23: deletes carry a UID precondition, so a stale leader (or any pass acting on
+// what it observed before) never deletes an object made under the same name since.
+var _ = Describe("deletes remove only the object observed (UID preconditions)", func() {
+	for _, a := range adapters {
+		It(a.name+": Delete of a workload recreated under its name is refused, the new one kept; the new one's Delete succeeds", func() {
+			f := newFixture(a)
+			Expect(f.b.Ensure(ctx, f.dgd, f.pool)).To(Succeed())
+			stale := f.observe()[backends.Key{Service: "decode", Hash: "h1"}]
+			fresh := recreate(f.object(stale))
+
+			err := f.b.Delete(ctx, f.dgd, stale)
+			var replaced *backends.ReplacedError
+			Expect(errors.As(err, &replaced)).To(BeTrue(), "Delete of the stale workload: %v", err)
+			Expect(apierrors.IsConflict(err)).To(BeTrue())
+			now := f.object(stale)
+			Expect(now.GetUID()).To(Equal(fresh.GetUID()), "the recreated object was deleted")
+
+			current := f.observe()[backends.Key{Service: "decode", Hash: "h1"}]
+			Expect(f.b.Delete(ctx, f.dgd, current)).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(env.Client.Get(ctx, client.ObjectKeyFromObject(now), now))
+			}).Should(BeTrue())
+		})
+	}
+
+	It("Services, Ingresses, RBAC and ConfigMaps (backends.DeleteObject) and ControllerRevisions (revisions) too", func() {
+		f := newFixture(adapters[0])
+		ns := f.dgd.Namespace
+		svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g-frontend"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 8000}}}}
+		Expect(env.Client.Create(ctx, svc)).To(Succeed())
+		fresh := recreate(svc.DeepCopy())
+		err := backends.DeleteObject(ctx, env.Client, svc, "Service")
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "%v", err)
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(fresh), fresh)).To(Succeed())
+		Expect(backends.DeleteObject(ctx, env.Client, fresh, "Service")).To(Succeed())
+
+		rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "g-0123abcd"}, Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{}`)}}
+		Expect(env.Client.Create(ctx, rev)).To(Succeed())
+		freshRev := recreate(rev.DeepCopy())
+		h := revisions.NewHistory(env.Client, env.Client.Scheme())
+		Expect(apierrors.IsConflict(h.Delete(ctx, rev))).To(BeTrue(), "the recreated ControllerRevision was deleted")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(freshRev), freshRev)).To(Succeed())
+		Expect(h.Delete(ctx, freshRev.(*appsv1.ControllerRevision))).To(Succeed())
+	})
 })

@@ -100,6 +100,29 @@ var _ = Describe("stepped rollouts (spec.rollout.steps)", func() {
 			g.Expect(c.Message).To(ContainSubstring("spec.rollout.steps[1].partition: 50% raises the partition of an earlier step (25%)"))
 		}).Should(Succeed())
 	})
+
+	// Issue 23: queries are placeholder substitution. Admission refuses loops
+	// (test/testdata/invalid/analysis-query-loop.yaml); any other Go template action is
+	// an unknown placeholder, reported at the DGD's first pass and never run or sent.
+	It("reports a query that is a Go template as an invalid spec naming the placeholder, and queries nothing", func() {
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "tmpl").Disagg(2, 1, "vllm:v1").Obj()
+		step := errorRate(1, 0)
+		step.Analysis.Metrics[0].Query = `up{ns="{{if .Name}}{{.Canary.Namespace}}{{end}}"}`
+		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{partitionStep("50%"), step}}
+		Expect(env.Client.Create(ctx, obj)).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := &v1alpha1.DynamoGraphDeployment{}
+			g.Expect(env.Client.Get(ctx, keyOf(ns, "tmpl"), d)).To(Succeed())
+			c := conditionOf(d, "Ready")
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+			g.Expect(c.Message).To(ContainSubstring("spec.rollout.steps[1].analysis.metrics[0].query: not a valid query template: unknown placeholder {{if .Name}}"))
+		}, 30*time.Second).Should(Succeed())
+		for _, q := range env.Metrics.Queries() {
+			Expect(q).NotTo(ContainSubstring(`ns="`), "a query of the invalid template was sent")
+		}
+	})
 })
 
 // stepEvents are the notes of the RolloutStepEnded Events on a DGD, sorted (their

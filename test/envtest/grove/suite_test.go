@@ -84,6 +84,16 @@ const maxLagGaps = 1
 func newNamespace() string {
 	nsN++
 	ns := nsName(nsN)
+	observeNamespace(ns)
+	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+	return ns
+}
+
+// observeNamespace starts the namespace's observer; its violations fail the spec when
+// it ends. A spec that builds a state by hand (one no operator made, such as a Service
+// deleted under a running revision) stops the observer first (observers[ns].Stop(): what
+// it saw until then still counts) and observes afresh once the state is built.
+func observeNamespace(ns string) {
 	o, err := observe.Start(ctx, observe.Options{Config: env.Config, Namespace: ns})
 	Expect(err).NotTo(HaveOccurred())
 	observers[ns] = o
@@ -98,8 +108,6 @@ func newNamespace() string {
 		}
 		Expect(st.LagGaps).To(BeNumerically("<=", maxLagGaps), "gaps proven to be discovery lag: %v", st.LagGapCauses)
 	})
-	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
-	return ns
 }
 
 // webhookRules sees every PodCliqueSet create and update and records what Grove's
