@@ -63,6 +63,8 @@ func (r *Reconciler) write(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 		return true, backends.DeleteObject(ctx, r.Client, w.Object.DeepCopyObject().(client.Object), w.Kind)
 	case decide.CreateSSHKey:
 		return true, r.createSSHKey(ctx, w)
+	case decide.AnnounceStatus:
+		return true, r.announce(ctx, dgd, w.Status)
 	}
 	return true, r.writeWorkload(ctx, dgd, w)
 }
@@ -149,6 +151,22 @@ func (r *Reconciler) createObject(ctx context.Context, dgd *v1alpha1.DynamoGraph
 		out.Conflicts = append(out.Conflicts, backends.NotControlled(w.Kind, have, dgd))
 	}
 	return false, nil
+}
+
+// announce writes st as dgd's status ahead of the pass's own (decide.AnnounceStatus).
+// dgd (the snapshot's, which the pass reports over) follows the write: its status and
+// resource version are the API server's now, so the pass's status write that comes
+// after is made over this one, not refused as a conflict, and stored as report does
+// (statusRV), so the next pass does not read a cache behind it.
+func (r *Reconciler) announce(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, st *v1alpha1.DynamoGraphDeploymentStatus) error {
+	wrote := dgd.DeepCopy()
+	wrote.Status = *st.DeepCopy()
+	if err := r.Client.Status().Update(ctx, wrote); err != nil {
+		return fmt.Errorf("updating status of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	r.statusRV.Store(client.ObjectKeyFromObject(wrote), wrote.ResourceVersion)
+	dgd.ResourceVersion, dgd.Status = wrote.ResourceVersion, wrote.Status
+	return nil
 }
 
 // createSSHKey makes the DGD's SSH key Secret for TRT-LLM gangs (its key is made now).

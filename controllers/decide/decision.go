@@ -6,6 +6,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -137,6 +138,11 @@ const (
 	// CreateSSHKey creates the Secret Object names with a new SSH key (its content is
 	// random: made when written).
 	CreateSSHKey Op = "CreateSSHKey"
+	// AnnounceStatus writes Status as the DGD's status before the writes after it (the
+	// pass's own status comes only once every write is made): Recreate's Ready False
+	// (ReasonRecreating) before its first write that takes running pods away. The
+	// pass's status is then written over it.
+	AnnounceStatus Op = "AnnounceStatus"
 )
 
 // Write is one write of a pass. Which fields are set depends on Op.
@@ -163,6 +169,8 @@ type Write struct {
 	Object     client.Object
 	Kind       string
 	Controller bool
+	// Status: AnnounceStatus's status.
+	Status *v1alpha1.DynamoGraphDeploymentStatus
 	// Say is what the write says in the pass's Event once made; Progress marks a
 	// workload write (rollout progress, RolloutStep) rather than an object's.
 	Say      []string
@@ -195,6 +203,11 @@ func (w Write) String() string {
 		return fmt.Sprintf("%s %s %s", w.Op, w.Backend, w.Workload.Name)
 	case ReleaseSubdomain:
 		return fmt.Sprintf("%s %s %s", w.Op, w.Backend, w.Name)
+	case AnnounceStatus:
+		if c := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionReady); c != nil {
+			return fmt.Sprintf("%s Ready=%s %s", w.Op, c.Status, c.Reason)
+		}
+		return string(w.Op)
 	}
 	return fmt.Sprintf("%s %s %s", w.Op, w.Kind, w.Object.GetName())
 }

@@ -33,6 +33,17 @@ func (d *draft) write(w Write) {
 	}
 }
 
+// announced reports whether the pass writes a status before its other writes already
+// (AnnounceStatus).
+func (d *draft) announced() bool {
+	for _, w := range d.Writes {
+		if w.Op == AnnounceStatus {
+			return true
+		}
+	}
+	return false
+}
+
 // event queues an Event, emitted once the pass's status is written.
 func (d *draft) event(typ, reason, msg string) {
 	d.Events = append(d.Events, Event{Type: typ, Reason: reason, Message: msg})

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"sort"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/planner"
@@ -65,6 +68,9 @@ func decreases(v *view, c course, plan planner.Plan, d *draft) {
 		if w.Terminating {
 			continue
 		}
+		if drains[groupOf(w.Workload)] || target(c.h, plan, w.Key, w.Replicas) < w.Replicas {
+			announceRecreate(v, c, w, d)
+		}
 		if drains[groupOf(w.Workload)] {
 			deleteWorkload(v, d, w, fmt.Sprintf("revision %d drained", c.h.number(w.Hash)))
 			continue
@@ -73,6 +79,27 @@ func decreases(v *view, c course, plan planner.Plan, d *draft) {
 			scale(d, w, t)
 		}
 	}
+}
+
+// announceRecreate decides a status write of Ready False (ReasonRecreating) before the
+// first write of a Recreate rollout that takes an old revision's pods away (w's), when
+// the DGD read still reports Ready: the pass's own status comes only after its writes,
+// and a whole Grove PodCliqueSet deleted, or its discovery Services pruned, leaves the
+// graph unroutable before then (Dynamo's observer would see Ready over a graph it
+// cannot route). Once per pass, and once per rollout: the next pass reads Ready False.
+func announceRecreate(v *view, c course, w Workload, d *draft) {
+	goal := c.h.goalHash()
+	if v.dgd.RolloutOrDefault().Strategy != v1alpha1.RecreateStrategy || w.Hash == "" || w.Hash == goal ||
+		!meta.IsStatusConditionTrue(v.dgd.Status.Conditions, v1alpha1.ConditionReady) || d.announced() {
+		return
+	}
+	st := v.dgd.Status.DeepCopy()
+	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRecreating,
+		Message:            fmt.Sprintf("Recreate: revision %d is taken down before revision %d starts", c.h.number(w.Hash), c.h.number(goal)),
+		ObservedGeneration: v.dgd.Generation, LastTransitionTime: metav1.NewTime(v.Now),
+	})
+	d.write(Write{Op: AnnounceStatus, Status: st})
 }
 
 // drainedGroups lists the objects (by groupOf) of the old revisions whose every live
