@@ -333,27 +333,9 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	}
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(o.Tuning.QPS), o.Tuning.Burst
-	opts := o.Manager
-	opts.Scheme = NewScheme()
-	var err error
-	if opts.Cache, err = CacheOptionsFor(cfg); err != nil {
+	opts, err := managerOptions(cfg, o)
+	if err != nil {
 		return nil, err
-	}
-	if len(o.WatchNamespaces) > 0 {
-		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range o.WatchNamespaces {
-			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
-		}
-	}
-	if o.Tuning.Pprof != "" {
-		opts.PprofBindAddress = o.Tuning.Pprof
-	}
-	if o.Webhook.enabled() {
-		srv, err := o.Webhook.Server()
-		if err != nil {
-			return nil, err
-		}
-		opts.WebhookServer = srv
 	}
 	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
@@ -381,6 +363,34 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// managerOptions are o.Manager with the scheme, the cache (the operator's own objects,
+// in the watched namespaces when restricted), pprof and the webhook server.
+func managerOptions(cfg *rest.Config, o Options) (ctrl.Options, error) {
+	opts := o.Manager
+	opts.Scheme = NewScheme()
+	var err error
+	if opts.Cache, err = CacheOptionsFor(cfg); err != nil {
+		return opts, err
+	}
+	if len(o.WatchNamespaces) > 0 {
+		opts.Cache.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range o.WatchNamespaces {
+			opts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	if o.Tuning.Pprof != "" {
+		opts.PprofBindAddress = o.Tuning.Pprof
+	}
+	if o.Webhook.enabled() {
+		srv, err := o.Webhook.Server()
+		if err != nil {
+			return opts, err
+		}
+		opts.WebhookServer = srv
+	}
+	return opts, nil
 }
 
 // relabelOwned labels the workloads and ControllerRevisions DGDs control that lack the
