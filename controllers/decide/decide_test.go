@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -286,5 +287,56 @@ func TestDecideStale(t *testing.T) {
 	d := decide.Decide(s)
 	if d.Wait != "g-decode-6101c065" || len(d.Writes) != 0 || d.Status != nil || len(d.Events) != 0 {
 		t.Fatalf("decision %+v, want a wait for g-decode-6101c065 and nothing else", d)
+	}
+}
+
+// TestDecideRecreateAnnounce: under Recreate, the pass that first takes the running
+// revision's pods away announces Ready False (Recreating) before any of its workload
+// writes, once; the next pass, reading Ready False, announces nothing; and a DGD read
+// with Ready already False is not announced at all.
+func TestDecideRecreateAnnounce(t *testing.T) {
+	for _, readyBefore := range []bool{true, false} {
+		w := newWorld(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Strategy(v1alpha1.RecreateStrategy).Obj())
+		w.settle(t)
+		if !readyBefore {
+			meta.SetStatusCondition(&w.dgd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
+				Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReplicasNotReady})
+		}
+		newImage(w.dgd)
+		w.dgd.Generation++
+		d := w.pass(t)
+		var ops []decide.Op
+		var announced *v1alpha1.DynamoGraphDeploymentStatus
+		for _, wr := range d.Writes {
+			if wr.Op == decide.AnnounceStatus || wr.Op == decide.Scale || wr.Op == decide.DeleteWorkload {
+				ops = append(ops, wr.Op)
+			}
+			if wr.Op == decide.AnnounceStatus {
+				announced = wr.Status
+			}
+		}
+		want := []decide.Op{decide.AnnounceStatus, decide.Scale, decide.Scale}
+		if !readyBefore {
+			want = want[1:]
+		}
+		if !slices.Equal(ops, want) {
+			t.Fatalf("ready before %v: writes %v, want %v", readyBefore, ops, want)
+		}
+		if announced != nil {
+			c := meta.FindStatusCondition(announced.Conditions, v1alpha1.ConditionReady)
+			if c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonRecreating ||
+				c.Message != "Recreate: revision 1 is taken down before revision 2 starts" || c.ObservedGeneration != w.dgd.Generation {
+				t.Errorf("announced Ready %+v", c)
+			}
+		}
+		if got := condition(*d.Status, v1alpha1.ConditionReady); got != "False/"+v1alpha1.ReasonReplicasNotReady {
+			t.Errorf("ready before %v: the pass's status has Ready %s, want False/%s", readyBefore, got, v1alpha1.ReasonReplicasNotReady)
+		}
+		w.apply(t, d, true)
+		for _, wr := range w.pass(t).Writes {
+			if wr.Op == decide.AnnounceStatus {
+				t.Errorf("ready before %v: the next pass announces again", readyBefore)
+			}
+		}
 	}
 }
