@@ -102,18 +102,12 @@ func (r *relabeler) restore(ctx context.Context, gone client.Object) bool {
 		live.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue {
 		return false
 	}
-	patch := client.MergeFrom(live.DeepCopyObject().(client.Object))
-	labels := live.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range ourLabels(gone.GetLabels()) {
-		labels[k] = v
-	}
-	live.SetLabels(labels)
+	want := ourLabels(gone.GetLabels())
 	var err error
 	for try := 0; try < relabelTries; try++ {
-		if err = r.c.Patch(ctx, live, patch); err == nil || apierrors.IsNotFound(err) {
+		// A copy each try: RestoreLabels sets the labels on what it is given, and would
+		// find nothing missing on a retry of the same object.
+		if err = RestoreLabels(ctx, r.c, live.DeepCopyObject().(client.Object), want); err == nil || apierrors.IsNotFound(err) {
 			break
 		}
 		select {
