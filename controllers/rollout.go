@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -182,11 +181,7 @@ func (p *pass) announceRecreate(ctx context.Context, w observed) error {
 		Message:            fmt.Sprintf("Recreate: revision %d is taken down before revision %d starts", p.revisionOf(w.Hash), p.revisionOf(p.goalHash())),
 		ObservedGeneration: p.dgd.Generation, LastTransitionTime: metav1.NewTime(p.now),
 	})
-	if err := p.r.Client.Status().Update(ctx, p.dgd); err != nil {
-		return fmt.Errorf("updating status of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
-	}
-	p.r.statusRV.Store(client.ObjectKeyFromObject(p.dgd), p.dgd.ResourceVersion)
-	return nil
+	return p.updateStatus(ctx)
 }
 
 // drainedGroups lists the objects (by groupOf) of the old revisions whose every live

@@ -35,11 +35,20 @@ func (p *pass) writeStatus(ctx context.Context) error {
 		return nil
 	}
 	p.dgd.Status = *st
+	if err := p.updateStatus(ctx); err != nil {
+		return err
+	}
+	ObserveStatus(p.dgd.Namespace, p.dgd.Name, p.old, st)
+	return nil
+}
+
+// updateStatus writes p.dgd's status and remembers the resourceVersion it got, so that
+// the cache is known to lag until it shows that write.
+func (p *pass) updateStatus(ctx context.Context) error {
 	if err := p.r.Client.Status().Update(ctx, p.dgd); err != nil {
 		return fmt.Errorf("updating status of %s/%s: %w", p.dgd.Namespace, p.dgd.Name, err)
 	}
 	p.r.statusRV.Store(client.ObjectKeyFromObject(p.dgd), p.dgd.ResourceVersion)
-	ObserveStatus(p.dgd.Namespace, p.dgd.Name, p.old, st)
 	return nil
 }
 
