@@ -102,18 +102,12 @@ func (r *relabeler) restore(ctx context.Context, gone client.Object) bool {
 		live.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue {
 		return false
 	}
-	patch := client.MergeFrom(live.DeepCopyObject().(client.Object))
-	labels := live.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	for k, v := range ourLabels(gone.GetLabels()) {
-		labels[k] = v
-	}
-	live.SetLabels(labels)
+	want := ourLabels(gone.GetLabels())
 	var err error
 	for try := 0; try < relabelTries; try++ {
-		if err = r.c.Patch(ctx, live, patch); err == nil || apierrors.IsNotFound(err) {
+		// PatchLabels changes live only with the server's answer, so a retry patches the
+		// same missing labels again.
+		if err = PatchLabels(ctx, r.c, live, MissingLabels(live.GetLabels(), want)); err == nil || apierrors.IsNotFound(err) {
 			break
 		}
 		select {
