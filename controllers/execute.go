@@ -161,10 +161,9 @@ func (r *Reconciler) createObject(ctx context.Context, dgd *v1alpha1.DynamoGraph
 func (r *Reconciler) announce(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, st *v1alpha1.DynamoGraphDeploymentStatus) error {
 	wrote := dgd.DeepCopy()
 	wrote.Status = *st.DeepCopy()
-	if err := r.Client.Status().Update(ctx, wrote); err != nil {
-		return fmt.Errorf("updating status of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	if err := r.updateStatus(ctx, wrote); err != nil {
+		return err
 	}
-	r.statusRV.Store(client.ObjectKeyFromObject(wrote), wrote.ResourceVersion)
 	dgd.ResourceVersion, dgd.Status = wrote.ResourceVersion, wrote.Status
 	return nil
 }

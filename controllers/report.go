@@ -24,12 +24,11 @@ func (r *Reconciler) report(ctx context.Context, s *decide.Snapshot, rep decide.
 	}
 	if !equality.Semantic.DeepEqual(rep.Status, old) {
 		dgd.Status = *rep.Status
-		if err := r.Client.Status().Update(ctx, dgd); err != nil {
+		if err := r.updateStatus(ctx, dgd); err != nil {
 			r.emit(dgd, rep.Events, false)
 			r.logStep(ctx, dgd, out)
-			return fmt.Errorf("updating status of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+			return err
 		}
-		r.statusRV.Store(client.ObjectKeyFromObject(dgd), dgd.ResourceVersion)
 	}
 	ObserveStatus(dgd.Namespace, dgd.Name, old, rep.Status)
 	if len(out.Progress) > 0 && out.Err == nil && out.Stopped == nil {
@@ -76,4 +75,15 @@ func eventAction(msg string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(msg))
 	return fmt.Sprintf("Rollout-%08x", h.Sum32())
+}
+
+// updateStatus writes dgd's status and remembers the resourceVersion it got (statusRV),
+// so the next pass does not decide from a cache behind its own write: the one status
+// write of the pass's report and of an announcement ahead of it.
+func (r *Reconciler) updateStatus(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) error {
+	if err := r.Client.Status().Update(ctx, dgd); err != nil {
+		return fmt.Errorf("updating status of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	r.statusRV.Store(client.ObjectKeyFromObject(dgd), dgd.ResourceVersion)
+	return nil
 }
