@@ -20,8 +20,8 @@ import (
 
 // execute makes a decision's writes in order and says what they made. The first write
 // that fails ends it: the writes after it are not made, and the outcome says why (a
-// name or spec the DGD cannot go on with, a hash collision, or an error), which the
-// status reports (decide.Decision.Conclude).
+// name or spec the DGD cannot go on with, a hash collision, a write the API server
+// refused, or an error), which the status reports (decide.Decision.Conclude).
 func (r *Reconciler) execute(ctx context.Context, s *decide.Snapshot, d decide.Decision) decide.Outcome {
 	var out decide.Outcome
 	for _, w := range d.Writes {
@@ -31,6 +31,8 @@ func (r *Reconciler) execute(ctx context.Context, s *decide.Snapshot, d decide.D
 		switch {
 		case errors.As(err, &taken) || errors.As(err, &spec):
 			out.Stopped = err
+		case refused(err):
+			out.Refused = err
 		case err != nil:
 			out.Err = err
 		}
@@ -179,4 +181,10 @@ func (r *Reconciler) createSSHKey(ctx context.Context, w decide.Write) error {
 		return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
 	return nil
+}
+
+// refused reports a write the API server refused for what it is (decide.Refusal).
+func refused(err error) bool {
+	reason, _ := decide.Refusal(err)
+	return reason != ""
 }

@@ -41,7 +41,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	out := r.execute(ctx, s, d)
 	rep := d.Conclude(out)
 	err = r.report(ctx, s, rep, out)
-	return r.result(ctx, req, rep, errors.Join(d.Err, out.Err, err))
+	return r.result(ctx, req, rep, errors.Join(d.Err, out.Err, rep.Retry, err))
 }
 
 // read reads the DGD (nil when it is gone or being deleted: owner references

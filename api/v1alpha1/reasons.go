@@ -21,6 +21,19 @@ const (
 	// is not the DGD's. The operator leaves it alone and never counts it as created:
 	// Ready False and Stalled True name the object until it is gone or renamed.
 	ReasonNameConflict = "NameConflict"
+	// ReasonWriteRefused: the API server refused a write of the pass for what it is
+	// (400 Bad Request, 413 Request Entity Too Large, 422 Invalid: a label or name over
+	// its limit, an Ingress host that is no DNS name, an object too large, an admission
+	// policy's denial). Retrying the same write cannot help: Ready False and Stalled
+	// True, with a message naming the object and the API server's own message, until the
+	// spec or what the API server admits changes. The writes before it stay; none after
+	// it is made.
+	ReasonWriteRefused = "WriteRefused"
+	// ReasonWriteForbidden: the API server forbade a write of the pass (403: the
+	// operator's RBAC, a ResourceQuota exceeded, a namespace being deleted). Retrying
+	// can help once that changes: Ready False and Reconciling True, retried with
+	// backoff; the message names the object and the API server's message.
+	ReasonWriteForbidden = "WriteForbidden"
 	// ReasonAnalysisRunning: an analysis step measures its metrics (phase Paused).
 	ReasonAnalysisRunning = "AnalysisRunning"
 	// ReasonAnalysisInconclusive: an analysis step could not decide (inconclusive
@@ -52,7 +65,9 @@ const (
 	// Reconciling condition: True with ReasonRollingUpdate or ReasonReplicasNotReady
 	// (a scale or pods still starting), False with ReasonSettled, ReasonPartitioned or
 	// ReasonPaused. Stalled: True with ReasonProgressDeadlineExceeded,
-	// ReasonRolloutBlocked or ReasonInvalidSpec, else False with ReasonNotStalled.
+	// ReasonRolloutBlocked, ReasonInvalidSpec, ReasonNameConflict or
+	// ReasonWriteRefused, else False with ReasonNotStalled (Reconciling True with
+	// ReasonWriteForbidden while a forbidden write is retried).
 	ReasonSettled    = "Settled"
 	ReasonNotStalled = "NotStalled"
 )

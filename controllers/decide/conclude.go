@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,13 +29,30 @@ func stop(s *Snapshot, d *draft, reason, msg string) Decision {
 
 // stoppedStatus is the status of a stopped pass and its Event, nil when not news.
 func stoppedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, msg string) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
+	return haltedStatus(dgd, now, reason, msg, true)
+}
+
+// haltedStatus is the status of a pass that could not go on, and its Warning Event
+// (nil when not news): Ready False with reason and msg, and Stalled True (retrying
+// cannot help) or Reconciling True (the pass is retried). The status keeps its counts
+// from the last whole pass.
+func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, msg string, stalled bool) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
 	st := dgd.Status.DeepCopy()
+	reconciling := metav1.ConditionTrue
+	stalledStatus := metav1.ConditionFalse
+	if stalled {
+		reconciling, stalledStatus = metav1.ConditionFalse, metav1.ConditionTrue
+	}
 	for _, c := range []struct {
 		t string
 		s metav1.ConditionStatus
-	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, metav1.ConditionTrue}, {v1alpha1.ConditionReconciling, metav1.ConditionFalse}} {
+	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, stalledStatus}, {v1alpha1.ConditionReconciling, reconciling}} {
+		r := reason
+		if c.t == v1alpha1.ConditionStalled && !stalled {
+			r = v1alpha1.ReasonNotStalled
+		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.t, Status: c.s,
-			Reason: reason, Message: msg, ObservedGeneration: dgd.Generation, LastTransitionTime: metav1.NewTime(now)})
+			Reason: r, Message: msg, ObservedGeneration: dgd.Generation, LastTransitionTime: metav1.NewTime(now)})
 	}
 	st.ObservedGeneration = dgd.Generation
 	old := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady)
@@ -42,6 +60,27 @@ func stoppedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, m
 		return st, &Event{Type: "Warning", Reason: reason, Message: msg}
 	}
 	return st, nil
+}
+
+// Refusal says whether err is the API server refusing a write for what the write is,
+// not for the moment it came at, and how the status reports it:
+// ReasonWriteRefused and stalled for 400 (Bad Request), 413 (Request Entity Too
+// Large) and 422 (Invalid), since the same write is refused again until the spec or
+// the admission rules change; ReasonWriteForbidden and retried for 403 (Forbidden:
+// RBAC, a ResourceQuota, a namespace being deleted), which can pass later. Anything
+// else (409 Conflict, 5xx, a timeout) is not a refusal: the pass is retried and the
+// status is left alone. The error's own message names the object (the writes wrap
+// the API server's error as "<verb> <Kind> <namespace>/<name>: ...").
+func Refusal(err error) (reason string, stalled bool) {
+	switch {
+	case err == nil:
+		return "", false
+	case apierrors.IsBadRequest(err), apierrors.IsRequestEntityTooLargeError(err), apierrors.IsInvalid(err):
+		return v1alpha1.ReasonWriteRefused, true
+	case apierrors.IsForbidden(err):
+		return v1alpha1.ReasonWriteForbidden, false
+	}
+	return "", false
 }
 
 // Conclude folds what the writes made (out) into what the pass reports:
@@ -55,6 +94,11 @@ func stoppedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, m
 //     or InvalidSpec), the writes before it made;
 //   - a revision's create that met a hash collision (out.Collided): the count kept in
 //     the status, and a pass at once;
+//   - a write the API server refused (out.Refused, Refusal): Ready False with the
+//     refusal's reason and its message (the object and the API server's words), and
+//     Stalled True (rechecked now and then) or Reconciling True (retried with backoff,
+//     Report.Retry), with a Warning Event when news and the Event of the writes made
+//     before it;
 //   - a write that failed (out.Err), or a decision that failed after its writes
 //     (Decision.Err): no status (a status of half a pass would say what
 //     was not done), and the Event of the writes made before it, which the retry does
@@ -75,11 +119,16 @@ func (d Decision) Conclude(out Outcome) Report {
 	case errors.As(out.Stopped, &spec):
 		st, ev := stoppedStatus(r.dgd, r.now, v1alpha1.ReasonInvalidSpec, spec.Error())
 		return Report{Status: st, Events: events(ev), Requeue: d.Requeue}
-	case out.Stopped != nil || out.Err != nil || d.Err != nil:
-		if done := append(append([]string(nil), out.Progress...), out.Objects...); len(done) > 0 {
-			return Report{Events: []Event{{Type: "Normal", Reason: v1alpha1.EventRolloutStep, Message: strings.Join(done, ", "), Made: true}}}
+	case out.Refused != nil:
+		reason, stalled := Refusal(out.Refused)
+		st, ev := haltedStatus(r.dgd, r.now, reason, out.Refused.Error(), stalled)
+		rep := Report{Status: st, Events: append(madeEvents(out), events(ev)...), Requeue: soonest(d.Requeue, ConflictRecheck)}
+		if !stalled {
+			rep.Requeue, rep.Retry = 0, out.Refused
 		}
-		return Report{}
+		return rep
+	case out.Stopped != nil || out.Err != nil || d.Err != nil:
+		return Report{Events: madeEvents(out)}
 	}
 	rep := Report{Status: d.Status, Events: stepEvent(d.Events, out), Requeue: d.Requeue}
 	if len(out.Conflicts) > 0 && d.Status != nil && !r.stopped {
@@ -91,6 +140,16 @@ func (d Decision) Conclude(out Outcome) Report {
 		rep.Requeue = soonest(rep.Requeue, ConflictRecheck)
 	}
 	return rep
+}
+
+// madeEvents is the Event of the writes a pass made before one failed (none when it
+// made none), marked Made: the retry does not make them again, so it is emitted even
+// when no status is written.
+func madeEvents(out Outcome) []Event {
+	if done := append(append([]string(nil), out.Progress...), out.Objects...); len(done) > 0 {
+		return []Event{{Type: "Normal", Reason: v1alpha1.EventRolloutStep, Message: strings.Join(done, ", "), Made: true}}
+	}
+	return nil
 }
 
 // stepEvent fills in the Event of the writes made where the Decision marked it, or

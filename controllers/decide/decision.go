@@ -237,6 +237,9 @@ type Outcome struct {
 	// moved it there): no write after it was made, the status keeps the count, and the
 	// next pass decides from the revision as created.
 	Collided *int32
+	// Refused is a write the API server refused (400, 403, 413, 422; see Refusal): no
+	// write after it was made, and the status says which and why.
+	Refused error
 	// Err is a write's failure: no write after it was made.
 	Err error
 }
@@ -250,6 +253,9 @@ type Report struct {
 	Events []Event
 	// Requeue is the soonest next pass (0: none).
 	Requeue time.Duration
+	// Retry is an error the pass returns to the work queue (a retry with backoff) once
+	// the status is written: a forbidden write.
+	Retry error
 }
 
 // report is what Conclude needs of the pass besides the Decision: the DGD as read, the

@@ -152,7 +152,8 @@ func (s *session) follow(ctx context.Context, name, rv string,
 // rolloutStatus says where dgd's rollout stands, as kubectl's status viewers do: the
 // lines to print, whether the rollout is done (complete, or held at its partition), and
 // an error when it failed. Checks, in order: the spec is observed; the spec is valid;
-// the Progressing condition is not False; the rollout is held at its partition; every
+// no write was refused and no name is someone else's (Stalled); the Progressing
+// condition is not False; a forbidden write is being retried; the rollout is held at its partition; every
 // service is updated, has no old replicas and has its updated replicas ready; the phase
 // is Completed. It reads status fields only, never the words of a message.
 func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) {
@@ -170,6 +171,9 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 		return []string{partitionedLine(dgd)}, true, nil
 	}
 	lines := pausedLines(dgd, ru)
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonWriteForbidden {
+		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: the API server forbids a write, retrying: %s...\n", c.Message))
+	}
 	for _, name := range dgd.ServiceNames() {
 		if msg := serviceWaiting(dgd, name); msg != "" {
 			lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s: %s...\n", name, msg))
@@ -222,6 +226,10 @@ func failed(dgd *v1alpha1.DynamoGraphDeployment) error {
 	if invalid(dgd) {
 		c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady)
 		return fmt.Errorf("dynamographdeployment %q has an invalid spec: %s", dgd.Name, c.Message)
+	}
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionStalled); c != nil && c.Status == metav1.ConditionTrue &&
+		(c.Reason == v1alpha1.ReasonWriteRefused || c.Reason == v1alpha1.ReasonNameConflict) {
+		return fmt.Errorf("dynamographdeployment %q cannot go on (%s): %s", dgd.Name, c.Reason, c.Message)
 	}
 	c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionProgressing)
 	if c == nil || c.Status != metav1.ConditionFalse {

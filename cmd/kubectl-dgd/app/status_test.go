@@ -81,6 +81,26 @@ func TestRolloutStatus(t *testing.T) {
 			}),
 			wantErr: `dynamographdeployment "g" rollout failed (RolloutBlocked): details`,
 		},
+		"a refused write fails with the object and the API server's words": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.Conditions = []metav1.Condition{condition(v1alpha1.ConditionReady, "False", v1alpha1.ReasonWriteRefused),
+					condition(v1alpha1.ConditionStalled, "True", v1alpha1.ReasonWriteRefused)}
+			}),
+			wantErr: `dynamographdeployment "g" cannot go on (WriteRefused): details`,
+		},
+		"a name someone else holds fails": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.Conditions = []metav1.Condition{condition(v1alpha1.ConditionStalled, "True", v1alpha1.ReasonNameConflict)}
+			}),
+			wantErr: `dynamographdeployment "g" cannot go on (NameConflict): details`,
+		},
+		"a forbidden write is retried": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.Conditions = []metav1.Condition{condition(v1alpha1.ConditionReady, "False", v1alpha1.ReasonWriteForbidden),
+					condition(v1alpha1.ConditionReconciling, "True", v1alpha1.ReasonWriteForbidden)}
+			}),
+			lines: []string{"Waiting for rollout to finish: the API server forbids a write, retrying: details...\n"},
+		},
 		"new replicas not all created": {
 			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
 				st.Services["prefill"] = v1alpha1.ServiceStatus{Replicas: 5, Workloads: []v1alpha1.WorkloadStatus{
