@@ -26,7 +26,8 @@ import (
 // workload whose cache is behind ends the reading there: the pass will act on nothing.
 func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) (*decide.Snapshot, error) {
 	s := &decide.Snapshot{DGD: dgd, Now: r.now(), Platform: r.Platform, Backends: r.Backends.Descriptions(),
-		Names: map[backends.Key]string{}, Measurements: map[decide.Measure]analysis.Result{}, CanListUnscheduled: r.APIReader != nil}
+		Names: map[backends.Key]string{}, Measurements: map[decide.Measure]analysis.Result{}, Holders: map[decide.ObjectName]decide.Holder{},
+		CanListUnscheduled: r.APIReader != nil}
 	pods, err := r.listPods(ctx, dgd)
 	if err != nil {
 		return nil, err
@@ -194,7 +195,7 @@ func (r *Reconciler) nameStable(dgd *v1alpha1.DynamoGraphDeployment, s *decide.S
 
 // observeMore reads what a decision says it needs into the snapshot: the names of
 // workloads, the answers of the analysis queries due, the DGD's pods the scheduler
-// could not place.
+// could not place, what holds the names its writes would create objects under.
 func (r *Reconciler) observeMore(ctx context.Context, s *decide.Snapshot, needs decide.Needs) error {
 	dgd := s.DGD
 	for _, n := range needs.Names {
@@ -209,6 +210,13 @@ func (r *Reconciler) observeMore(ctx context.Context, s *decide.Snapshot, needs 
 	for _, m := range needs.Measure {
 		s.Measurements[m.Measure] = q.Query(ctx, m.Query, s.Now)
 	}
+	for _, n := range needs.Holders {
+		h, err := r.holder(ctx, dgd.Namespace, n)
+		if err != nil {
+			return err
+		}
+		s.Holders[n.ObjectName] = h
+	}
 	if needs.Unscheduled {
 		pods, err := r.unscheduled.list(ctx, r.APIReader, dgd.Namespace, s.Now)
 		if err != nil {
@@ -217,6 +225,31 @@ func (r *Reconciler) observeMore(ctx context.Context, s *decide.Snapshot, needs 
 		s.Unscheduled, s.UnscheduledListed = pods, true
 	}
 	return nil
+}
+
+// holder reads what holds the name n in ns, past the cache (which holds only the
+// operator's labelled objects): nothing, or an object and its controller.
+func (r *Reconciler) holder(ctx context.Context, ns string, n decide.HolderNeed) (decide.Holder, error) {
+	var obj client.Object
+	switch {
+	case n.Object != nil:
+		obj = n.Object.DeepCopyObject().(client.Object)
+	case r.Backends.ByKind(n.Backend) != nil:
+		obj = r.Backends.ByKind(n.Backend).Objects()[0]
+	default:
+		return decide.Holder{}, fmt.Errorf("no backend manages %s", n.Backend)
+	}
+	var reader client.Reader = r.Client
+	if r.APIReader != nil {
+		reader = r.APIReader
+	}
+	switch err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.Name}, obj); {
+	case apierrors.IsNotFound(err):
+		return decide.Holder{}, nil
+	case err != nil:
+		return decide.Holder{}, fmt.Errorf("getting %s %s/%s: %w", n.Kind, ns, n.Name, err)
+	}
+	return decide.Holder{Exists: true, Controller: metav1.GetControllerOf(obj)}, nil
 }
 
 // logMeasured logs the analysis measurements a pass took.

@@ -11,8 +11,15 @@ import (
 // always gives the same decision, and nothing outside it is read or written. It reads
 // as the pass runs (see the package doc): the spec checked, the cache's freshness, the
 // history, the objects the pods need, the stable services, the abort, the steps, the
-// goal, the plan and its writes, the Services, what the pass leaves and its status.
+// goal, the plan and its writes, the Services, what the pass leaves and its status;
+// then no write is made until every name it creates an object under is free or the
+// DGD's (claim).
 func Decide(s *Snapshot) Decision {
+	return claim(s, decideAll(s))
+}
+
+// decideAll decides the pass's writes and status, before claim checks the names.
+func decideAll(s *Snapshot) Decision {
 	d := newDraft()
 	v, invalid := newView(s, &d.Needs)
 	switch {

@@ -60,6 +60,9 @@ type Needs struct {
 	Measure []MeasureNeed
 	// Unscheduled asks for the DGD's pods the scheduler could not place.
 	Unscheduled bool
+	// Holders are names the decision's writes would create objects under, into
+	// Snapshot.Holders (claim).
+	Holders []HolderNeed
 }
 
 // NameNeed is a workload whose name Decide needs.
@@ -75,7 +78,9 @@ type MeasureNeed struct {
 }
 
 // Any reports whether anything is needed.
-func (n Needs) Any() bool { return len(n.Names) > 0 || len(n.Measure) > 0 || n.Unscheduled }
+func (n Needs) Any() bool {
+	return len(n.Names) > 0 || len(n.Measure) > 0 || n.Unscheduled || len(n.Holders) > 0
+}
 
 // Metrics are what a pass records in the operator's metrics.
 type Metrics struct {

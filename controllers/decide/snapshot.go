@@ -51,6 +51,9 @@ type Snapshot struct {
 	// (Needs.Unscheduled; nil before); UnscheduledListed says the list was read.
 	Unscheduled       []UnscheduledPod
 	UnscheduledListed bool
+	// Holders are what holds each name the pass would create an object under, once read
+	// (Needs.Holders): the DGD's own, someone else's, or nothing.
+	Holders map[ObjectName]Holder
 	// CanListUnscheduled: the reconciler can list pods past its cache (it has an API
 	// reader); without, no pass looks for unschedulable pods.
 	CanListUnscheduled bool

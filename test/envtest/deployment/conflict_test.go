@@ -1,8 +1,11 @@
 package deployment_test
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,3 +89,74 @@ func touch(ns, name string) {
 		metav1.SetMetaDataAnnotation(&d.ObjectMeta, "test/touched", "yes")
 	})
 }
+
+// Issue 23, item 3: two DGDs whose names collide ("llm" with a frontend "prefill-fe",
+// "llm-prefill" with a frontend "fe": both need a Deployment and a Service named
+// llm-prefill-fe). The second is stopped before any write, says which object belongs
+// to whom, and neither DGD's running pods are touched; renaming the service recovers.
+var _ = Describe("two DGDs whose names collide", func() {
+	It("stops the second before any write (NameConflict naming the first DGD's objects), touches neither, and a rename recovers", func() {
+		ns := newNamespace()
+		graph := func(name, frontend string) *v1alpha1.DynamoGraphDeployment {
+			d := harness.NewDGD(ns, name).Disagg(1, 1, "vllm:v1").Obj()
+			delete(d.Spec.Services, "Frontend")
+			harness.AddService(d, frontend, v1alpha1.ComponentTypeFrontend, 1, harness.FrontendImage)
+			return d
+		}
+		deploy(graph("llm", "prefill-fe"))
+		first := func() map[string]string {
+			out := map[string]string{}
+			ds, err := env.Deployments(ctx, ns, "llm")
+			Expect(err).NotTo(HaveOccurred())
+			for _, d := range ds {
+				out["Deployment/"+d.Name] = fmt.Sprintf("%s replicas %d generation %d", d.UID, *d.Spec.Replicas, d.Generation)
+			}
+			var svcs corev1.ServiceList
+			Expect(env.Client.List(ctx, &svcs, client.InNamespace(ns))).To(Succeed())
+			for _, s := range svcs.Items {
+				out["Service/"+s.Name] = fmt.Sprintf("%s %s", s.UID, s.ResourceVersion)
+			}
+			return out
+		}
+		before := first()
+		Expect(before).To(HaveKey("Deployment/llm-prefill-fe"))
+
+		Expect(env.Client.Create(ctx, graph("llm-prefill", "fe"))).To(Succeed())
+		Eventually(func(g Gomega) {
+			d := getDGD(ns, "llm-prefill")
+			c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonNameConflict))
+			g.Expect(c.Message).To(ContainSubstring("Deployment " + ns + "/llm-prefill-fe exists and is controlled by DynamoGraphDeployment llm, not by DynamoGraphDeployment llm-prefill"))
+			g.Expect(c.Message).To(ContainSubstring("Service " + ns + "/llm-prefill-fe exists and is controlled by DynamoGraphDeployment llm"))
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionStalled)).To(BeTrue())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var list eventsv1.EventList
+			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var found bool
+			for _, e := range list.Items {
+				found = found || e.Reason == v1alpha1.EventNameConflict && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "llm-prefill"
+			}
+			g.Expect(found).To(BeTrue(), "a Warning Event NameConflict about llm-prefill")
+		}).Should(Succeed())
+
+		By("the second DGD wrote nothing: no workload, no revision; the first is untouched")
+		mine, err := env.Deployments(ctx, ns, "llm-prefill")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(mine).To(BeEmpty())
+		var revs appsv1.ControllerRevisionList
+		Expect(env.Client.List(ctx, &revs, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelGraph: "llm-prefill"})).To(Succeed())
+		Expect(revs.Items).To(BeEmpty())
+		Expect(first()).To(Equal(before))
+
+		By("renamed, the second DGD deploys beside the first")
+		update(ns, "llm-prefill", func(d *v1alpha1.DynamoGraphDeployment) {
+			d.Spec.Services["gw"] = d.Spec.Services["fe"]
+			delete(d.Spec.Services, "fe")
+		})
+		_, err = env.Drive(ctx, ns, "llm-prefill", -1, 20, harness.Snapshot.Completed)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(first()).To(HaveKeyWithValue("Deployment/llm-prefill-fe", before["Deployment/llm-prefill-fe"]))
+	})
+})

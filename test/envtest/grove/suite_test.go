@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	. "github.com/onsi/ginkgo/v2"
@@ -39,6 +40,10 @@ var (
 
 func TestGroveBackend(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// A pass that must happen (a status, an Event) gets 10 s, not Gomega's 1 s: a
+	// first pass reads each name it creates past the cache (decide's claim), and CI runs
+	// on 2 loaded cores.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	RunSpecs(t, "Grove backend (envtest)")
 }
 

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -41,6 +42,10 @@ var (
 
 func TestPlugin(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// A pass that must happen (a status, an Event) gets 10 s, not Gomega's 1 s: a
+	// first pass reads each name it creates past the cache (decide's claim), and CI runs
+	// on 2 loaded cores.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	RunSpecs(t, "kubectl-dgd (envtest)")
 }
 

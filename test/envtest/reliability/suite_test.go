@@ -87,6 +87,10 @@ func TestReliability(t *testing.T) {
 		bugIt = It
 	}
 	RegisterFailHandler(Fail)
+	// A pass that must happen (a status, an Event) gets 10 s, not Gomega's 1 s: a
+	// first pass reads each name it creates past the cache (decide's claim), and CI runs
+	// on 2 loaded cores.
+	SetDefaultEventuallyTimeout(10 * time.Second)
 	RunSpecs(t, "Reliability: faulty API writes and manual interference (envtest)")
 }
 
