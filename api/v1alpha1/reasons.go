@@ -91,6 +91,10 @@ const (
 	// EventNameConflict (Warning): an object the DGD needs is someone else's (its kind,
 	// name and controller).
 	EventNameConflict = ReasonNameConflict
+	// EventWriteRefused (Warning): the API server refused a write (the object and the
+	// API server's message); EventWriteForbidden (Warning): it forbade one (retried).
+	EventWriteRefused   = ReasonWriteRefused
+	EventWriteForbidden = ReasonWriteForbidden
 	// EventPodsUnschedulable (Warning): a service's pods the scheduler cannot place,
 	// with its reason (status.services[].message says the same).
 	EventPodsUnschedulable = "PodsUnschedulable"

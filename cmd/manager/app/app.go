@@ -98,7 +98,8 @@ func NewScheme() *runtime.Scheme {
 // reads it: replicas and status are), and a PodCliqueScalingGroup holds no pod spec.
 // Secrets are never cached (read with the API reader), nor are StatefulSets,
 // ReplicaSets or Nodes (never read). Fields nothing reads are dropped: managedFields
-// of everything, a Deployment's pod spec.
+// of everything, the pod specs of Deployments, LeaderWorkerSets, PodCliqueSets and
+// PodCliques.
 func CacheOptions() cache.Options {
 	ofDGD, err := labels.NewRequirement(v1alpha1.LabelGraph, selection.Exists, nil)
 	if err != nil {
@@ -116,8 +117,8 @@ func CacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}:         {Label: ours, Transform: StripDeploymentPodSpec},
 			&appsv1.ControllerRevision{}: {Label: labels.SelectorFromSet(labels.Set{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}).Add(*notHistory)},
-			&lwsv1.LeaderWorkerSet{}:     {Label: ours},
-			&grovev1.PodCliqueSet{}:      {Label: ours},
+			&lwsv1.LeaderWorkerSet{}:     {Label: ours, Transform: StripLeaderWorkerSetPodSpecs},
+			&grovev1.PodCliqueSet{}:      {Label: ours, Transform: StripPodCliqueSetPodSpecs},
 			&grovev1.PodClique{}:         {Transform: StripPodCliquePodSpec},
 			&corev1.Pod{}:                {Label: labels.NewSelector().Add(*ofDGD)},
 			&corev1.Service{}:            {Label: ours},
@@ -176,6 +177,39 @@ func StripDeploymentPodSpec(obj any) (any, error) {
 	obj, err := cache.TransformStripManagedFields()(obj)
 	if d, ok := obj.(*appsv1.Deployment); ok {
 		d.Spec.Template.Spec = corev1.PodSpec{}
+	}
+	return obj, err
+}
+
+// StripLeaderWorkerSetPodSpecs is the cache transform of LeaderWorkerSets: managedFields
+// and the leader's and workers' pod specs dropped (their labels and annotations kept,
+// which Observe reads: the worker template's revision label). A stable LeaderWorkerSet
+// is updated against the live object (backends/single's updateStable through the API
+// reader), so nothing reads a cached pod spec.
+func StripLeaderWorkerSetPodSpecs(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if l, ok := obj.(*lwsv1.LeaderWorkerSet); ok {
+		if t := l.Spec.LeaderWorkerTemplate.LeaderTemplate; t != nil {
+			t.Spec = corev1.PodSpec{}
+		}
+		l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec = corev1.PodSpec{}
+	}
+	return obj, err
+}
+
+// StripPodCliqueSetPodSpecs is the cache transform of PodCliqueSets: managedFields and
+// each clique template's pod spec dropped. The Grove backend reads a PodCliqueSet's
+// cliques by name, labels and replicas and its scaling groups (backends/grove
+// placements, workerHash, scaleTemplate's JSON patch, which tests names and replaces
+// replicas only), never a pod spec.
+func StripPodCliqueSetPodSpecs(obj any) (any, error) {
+	obj, err := cache.TransformStripManagedFields()(obj)
+	if p, ok := obj.(*grovev1.PodCliqueSet); ok {
+		for _, c := range p.Spec.Template.Cliques {
+			if c != nil {
+				c.Spec.PodSpec = corev1.PodSpec{}
+			}
+		}
 	}
 	return obj, err
 }

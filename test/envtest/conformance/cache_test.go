@@ -26,7 +26,7 @@ import (
 // own workloads and ControllerRevisions and none of the cluster's others of those
 // kinds; a PodClique (Grove's, unfiltered) holds no pod spec.
 var _ = Describe("the operator's cache", func() {
-	It("holds the operator's Deployments, LeaderWorkerSets, PodCliqueSets and ControllerRevisions only, and PodCliques without their pod spec", func() {
+	It("holds the operator's Deployments, LeaderWorkerSets, PodCliqueSets and ControllerRevisions only, and none of their pod specs nor PodCliques'", func() {
 		nsN++
 		ns := fmt.Sprintf("conf-%d", nsN)
 		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
@@ -86,6 +86,15 @@ var _ = Describe("the operator's cache", func() {
 		Eventually(func() error { return c.Get(ctx, client.ObjectKeyFromObject(clique), &got) }).Should(Succeed())
 		Expect(got.Spec.Replicas).To(Equal(int32(1)))
 		Expect(got.Spec.PodSpec.Containers).To(BeEmpty(), "a cached PodClique keeps no pod spec")
+		var l lwsv1.LeaderWorkerSet
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mine"}, &l)).To(Succeed())
+		Expect(l.Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers).To(BeEmpty(), "a cached LeaderWorkerSet keeps no pod spec")
+		Expect(l.Spec.LeaderWorkerTemplate.WorkerTemplate.Labels).To(HaveKeyWithValue("app", "x"), "its pod template's labels are kept")
+		var p grovev1.PodCliqueSet
+		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mine"}, &p)).To(Succeed())
+		Expect(p.Spec.Template.Cliques).To(HaveLen(1))
+		Expect(p.Spec.Template.Cliques[0].Spec.PodSpec.Containers).To(BeEmpty(), "a cached PodCliqueSet keeps no pod spec")
+		Expect(p.Spec.Template.Cliques[0].Spec.Replicas).To(Equal(int32(1)), "its cliques' names and counts are kept")
 		var d appsv1.Deployment
 		Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "mine"}, &d)).To(Succeed())
 		Expect(d.Spec.Template.Spec.Containers).To(BeEmpty(), "a cached Deployment keeps no pod spec")
