@@ -104,11 +104,20 @@ func DiscoveryServiceName(dgd, service, hash string) string {
 // Capped at MaxGangNameLength, not MaxNameLength: a name of 48 to 52 characters made by
 // an operator before that cap is not this name any more (its LeaderWorkerSet's pods
 // could never all be created past group 9, or at all from 51 characters).
+//
+// LWS's validating webhook takes only a DNS-1035 label as a LeaderWorkerSet's name
+// (v0.9.0 pkg/webhooks/leaderworkerset_webhook.go ValidateCreate:
+// apivalidation.NameIsDNS1035Label), which starts with a letter: a DGD whose name
+// starts with a digit gets `lws-` first.
 func GangSetName(dgd, service, hash string) string {
-	if hash == "" {
-		return capNameTo(MaxGangNameLength, sanitize(dgd+"-"+service), StableGangSuffix)
+	base := sanitize(dgd + "-" + service)
+	if base != "" && base[0] >= '0' && base[0] <= '9' {
+		base = StableGangSuffix + "-" + base
 	}
-	return capNameTo(MaxGangNameLength, sanitize(dgd+"-"+service), hash)
+	if hash == "" {
+		return capNameTo(MaxGangNameLength, base, StableGangSuffix)
+	}
+	return capNameTo(MaxGangNameLength, base, hash)
 }
 
 // PodCliqueSetName is candidate k of a DGD's PodCliqueSet names, at most max characters
