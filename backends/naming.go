@@ -9,9 +9,23 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
-// MaxNameLength caps workload names. 52 leaves room for the suffixes that StatefulSets
-// (LeaderWorkerSet) and ReplicaSets add while staying within a 63-character label value.
+// MaxNameLength caps workload names. 52 leaves room for the suffix a ReplicaSet adds
+// (`-<pod-template-hash>`, at most 11 characters) within a 63-character label value.
 const MaxNameLength = 52
+
+// MaxGangNameLength caps LeaderWorkerSet names, which reach further than a
+// Deployment's. LWS v0.9.0 names the leader StatefulSet after the LeaderWorkerSet and
+// each group's worker StatefulSet after its leader pod, `<lws>-<group index>`
+// (pkg/controllers/pod_controller.go constructWorkerStatefulSetApplyConfiguration:
+// appsapplyv1.StatefulSet(leaderPod.Name, ...)); the StatefulSet controller labels
+// every pod it makes controller-revision-hash=`<statefulset>-<hash>`
+// (k8s.io/kubernetes pkg/controller/history ControllerRevisionName, the hash
+// HashControllerRevision's rand.SafeEncodeString of a decimal uint32: at most 10
+// characters). So `<lws>-<index>-<hash>` must fit a label value: 63 - 1 - 4 (the
+// widest group index, 9999, below v1alpha1.MaxReplicas) - 1 - 10 = 47. Worker pod names
+// `<lws>-<index>-<worker index>` (their hostnames, at most 63) fit then too, for every
+// nodeCount up to v1alpha1.MaxNodeCount.
+const MaxGangNameLength = 47
 
 // WorkloadName is `{dgd}-{service}` for a stable workload and `{dgd}-{service}-{hash}`
 // for a worker revision: lower-cased, DNS-safe and at most MaxNameLength characters. A
@@ -43,7 +57,7 @@ func GroupName(dgd, hash string) string {
 // capName, which keeps its final dash-separated segment whole, so the final segment
 // ("last segment") tells the shapes apart:
 //
-//	LeaderWorkerSet of a worker revision    WorkloadName(dgd, svc, hash)  last segment: the worker hash (8 lowercase hex)
+//	LeaderWorkerSet of a worker revision    GangSetName(dgd, svc, hash)   last segment: the worker hash (8 lowercase hex)
 //	LeaderWorkerSet of a stable service     GangSetName(dgd, svc, "")     last segment: "lws"
 //	Grove's headless Service                <PodCliqueSetName(...)>-0     last segment: "0"
 //	our discovery Service of a revision     DiscoveryServiceName(...)     last segment: "discovery"
@@ -81,16 +95,29 @@ func DiscoveryServiceName(dgd, service, hash string) string {
 	return capName(sanitize(dgd+"-"+service), hash+"-"+DiscoverySuffix)
 }
 
-// GangSetName is the LeaderWorkerSet of (service, hash): WorkloadName for a worker
+// GangSetName is the LeaderWorkerSet of (service, hash): WorkloadName's shape for a worker
 // revision, and `{dgd}-{service}-lws` for a stable service, whose own Service
 // `{dgd}-{service}` LWS's headless Service would otherwise take (Dynamo names its
 // LeaderWorkerSets `<component>-0` for the same reason: dynamocomponentdeployment_
 // controller.go leaderWorkerSetName).
+//
+// Capped at MaxGangNameLength, not MaxNameLength: a name of 48 to 52 characters made by
+// an operator before that cap is not this name any more (its LeaderWorkerSet's pods
+// could never all be created past group 9, or at all from 51 characters).
+//
+// LWS's validating webhook takes only a DNS-1035 label as a LeaderWorkerSet's name
+// (v0.9.0 pkg/webhooks/leaderworkerset_webhook.go ValidateCreate:
+// apivalidation.NameIsDNS1035Label), which starts with a letter: a DGD whose name
+// starts with a digit gets `lws-` first.
 func GangSetName(dgd, service, hash string) string {
-	if hash == "" {
-		return capName(sanitize(dgd+"-"+service), StableGangSuffix)
+	base := sanitize(dgd + "-" + service)
+	if base != "" && base[0] >= '0' && base[0] <= '9' {
+		base = StableGangSuffix + "-" + base
 	}
-	return WorkloadName(dgd, service, hash)
+	if hash == "" {
+		return capNameTo(MaxGangNameLength, base, StableGangSuffix)
+	}
+	return capNameTo(MaxGangNameLength, base, hash)
 }
 
 // PodCliqueSetName is candidate k of a DGD's PodCliqueSet names, at most max characters
@@ -130,16 +157,18 @@ func PodCliqueSetName(dgd string, k, max int) (string, bool) {
 	return cut + suffix, cut != ""
 }
 
-func capName(base, hash string) string {
+func capName(base, hash string) string { return capNameTo(MaxNameLength, base, hash) }
+
+func capNameTo(max int, base, hash string) string {
 	suffix := ""
 	if hash != "" {
 		suffix = "-" + sanitize(hash)
 	}
-	if len(base)+len(suffix) <= MaxNameLength {
+	if len(base)+len(suffix) <= max {
 		return base + suffix
 	}
 	digest := "-" + shortDigest(base)
-	keep := MaxNameLength - len(suffix) - len(digest)
+	keep := max - len(suffix) - len(digest)
 	return strings.TrimRight(base[:keep], "-") + digest + suffix
 }
 

@@ -19,6 +19,9 @@ package render
 
 import (
 	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
@@ -86,9 +89,15 @@ type Config struct {
 func (c Config) Validate() error {
 	switch c.DiscoveryBackend {
 	case "", DiscoveryKubernetes, DiscoveryEtcd:
-		return nil
+	default:
+		return fmt.Errorf("discovery backend %q: must be %s", c.DiscoveryBackend, discoveryBackendValuesForErrorString)
 	}
-	return fmt.Errorf("discovery backend %q: must be %s", c.DiscoveryBackend, discoveryBackendValuesForErrorString)
+	// Admission checks an Ingress host without this suffix when the spec gives none
+	// (api/v1alpha1 IngressSpec): the suffix must be a DNS-1123 subdomain itself.
+	if errs := validation.IsDNS1123Subdomain(c.IngressHostSuffix); c.IngressHostSuffix != "" && len(errs) > 0 {
+		return fmt.Errorf("ingress host suffix %q: %s", c.IngressHostSuffix, strings.Join(errs, "; "))
+	}
+	return nil
 }
 
 // Discovery is the discovery backend of a DGD's pods: its annotation, else the

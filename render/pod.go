@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"hash/fnv"
 	"maps"
 	"strings"
 
@@ -284,7 +285,7 @@ func (c Component) labels(role Role, gang Gang) map[string]string {
 	l[v1alpha1.LabelService] = labelValue(c.Name)
 	l[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	l[LabelSelector] = SelectorValue(c.DGD.Name, c.Name, c.Hash)
-	l[LabelDynamoNamespace] = DynamoNamespace(c.DGD)
+	l[LabelDynamoNamespace] = FitLabelValue(DynamoNamespace(c.DGD))
 	if c.Spec.ComponentType != "" {
 		l[v1alpha1.LabelComponentType] = labelValue(c.Spec.ComponentType)
 	}
@@ -336,6 +337,26 @@ func labelValue(s string) string {
 		s = s[:63]
 	}
 	return strings.Trim(s, "-_.")
+}
+
+// maxLabelValue is the length of the longest label value the API server takes.
+const maxLabelValue = 63
+
+// FitLabelValue is a value the operator derives from user-chosen names (a label value
+// of letters, digits, '-', '_' and '.') made to fit a label: itself when it has at
+// most 63 characters, else its first 54 and '-' and the first 8 hex digits of its
+// FNV-1a hash, so distinct long values stay distinct. Dynamo's operator writes such
+// values whole and its write is refused (nvidia.com/dynamo-namespace of a namespace
+// and DGD name of 64 characters or more): this operator deploys the DGD, with the
+// label shortened.
+func FitLabelValue(s string) string {
+	if len(s) <= maxLabelValue {
+		return s
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	digest := fmt.Sprintf("%08x", h.Sum32())
+	return strings.TrimRight(s[:maxLabelValue-len(digest)-1], "-_.") + "-" + digest
 }
 
 func port(name string, n int32) corev1.ContainerPort {

@@ -47,7 +47,7 @@ var PlannerRules = []rbacv1.PolicyRule{
 }
 
 func rbacLabels(name string) map[string]string {
-	return map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, "app.kubernetes.io/component": "rbac", "app.kubernetes.io/name": name}
+	return map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, "app.kubernetes.io/component": "rbac", "app.kubernetes.io/name": FitLabelValue(name)}
 }
 
 // RBAC is a service account with a Role bound to it.

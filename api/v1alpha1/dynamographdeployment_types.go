@@ -200,7 +200,6 @@ type RolloutPause struct {
 
 // DynamoGraphDeploymentSpec is a graph of services: a frontend and workers.
 //
-// +kubebuilder:validation:XValidation:rule="!has(self.services) || self.services.filter(k, has(self.services[k].componentType) && self.services[k].componentType == 'frontend').size() <= 1",message="at most one service may have componentType frontend",fieldPath=".services"
 // +kubebuilder:validation:XValidation:rule="!has(self.backend) || self.backend != 'Deployment' || !has(self.services) || self.services.all(k, !has(self.services[k].multinode) || self.services[k].multinode.nodeCount < 2)",message="backend Deployment cannot run multinode services (multinode.nodeCount >= 2): use Auto, LeaderWorkerSet or Grove",fieldPath=".backend"
 type DynamoGraphDeploymentSpec struct {
 	// DynamoGraph is accepted for compatibility.
@@ -212,10 +211,13 @@ type DynamoGraphDeploymentSpec struct {
 	// PVCs are kept as given.
 	// +optional
 	PVCs []runtime.RawExtension `json:"pvcs,omitempty"`
-	// Services by name. Names become part of workload names: letters, digits and '-'.
+	// Services by name. Names become part of workload names and the value of the
+	// nvidia.com/dynamo-component label (Dynamo's too): at most 63 letters, digits and
+	// '-', as Dynamo's v1beta1 component names. Longer workload names are shortened
+	// with a digest (backends.WorkloadName), so no shorter limit is needed.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=32
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 40 && k.matches('^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$'))",message="service names must be at most 40 letters, digits or '-', starting and ending with a letter or digit"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 63 && k.matches('^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$'))",message="service names must be at most 63 letters, digits or '-', starting and ending with a letter or digit"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, self.filter(j, j.lowerAscii() == k.lowerAscii()).size() == 1)",message="service names must differ in more than letter case: they become lower-case workload names"
 	Services map[string]*DynamoComponentDeploymentSharedSpec `json:"services,omitempty"`
 	// Envs are added to every service's main container.

@@ -39,13 +39,19 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// +optional
 	ServiceName string `json:"serviceName,omitempty"`
 	// ComponentType is the role of the service: frontend, worker, prefill, decode, planner,
-	// or any other text (a non-worker service).
+	// or any other text (a non-worker service). It is the value of the
+	// nvidia.com/dynamo-component-type label (Dynamo's too), so it must be one: at most
+	// 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	ComponentType string `json:"componentType,omitempty"`
-	// SubComponentType refines a worker: prefill or decode carry meaning, other text is kept.
+	// SubComponentType refines a worker: prefill or decode carry meaning, other text is
+	// kept. It is the value of nvidia.com/dynamo-sub-component-type, so it must be a
+	// label value as componentType.
 	// +optional
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	SubComponentType string `json:"subComponentType,omitempty"`
 	// DynamoNamespace is accepted for compatibility; the operator derives the runtime
 	// namespace from the Kubernetes namespace and DGD name (see ROLLOUT.md).
@@ -76,9 +82,11 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// ReadinessProbe for the main container.
 	// +optional
 	ReadinessProbe *corev1.Probe `json:"readinessProbe,omitempty"`
-	// Replicas is the desired number of replicas: pods, or gangs of multinode.nodeCount pods.
+	// Replicas is the desired number of replicas: pods, or gangs of multinode.nodeCount
+	// pods; at most 10,000 (MaxReplicas).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	Replicas *int32 `json:"replicas,omitempty"`
 	// Multinode makes every replica a gang of nodeCount pods.
 	// +optional
@@ -194,8 +202,14 @@ type Raw struct {
 	runtime.RawExtension `json:",inline"`
 }
 
-// IngressSpec is Dynamo's ingress shape.
+// IngressSpec is Dynamo's ingress shape. An enabled Ingress's host,
+// `[hostPrefix]host.<hostSuffix>`, must be what the API server takes as an Ingress
+// rule's host (a DNS-1123 subdomain, lower case, at most 253 characters, optionally
+// `*.` first): checked whole when hostSuffix is set, and without the operator's
+// --ingress-host-suffix (checked when the operator starts) when it is not. A disabled
+// one is kept as given, as Dynamo keeps it.
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.host) && self.host.size() > 0)",message="host is required when ingress is enabled",fieldPath=".host",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || !has(self.host) || self.host.size() == 0 || ((has(self.hostPrefix) ? self.hostPrefix + self.host : self.host).size() + (has(self.hostSuffix) ? self.hostSuffix.size() + 1 : 0) <= 253 && (has(self.hostPrefix) ? self.hostPrefix + self.host : self.host).matches('^([*][.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') && (!has(self.hostSuffix) || self.hostSuffix.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')))",message="the Ingress host [hostPrefix]host.hostSuffix must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each dot-separated label starting and ending with a letter or digit, at most 253 characters",fieldPath=".host"
 type IngressSpec struct {
 	// Enabled creates the Ingress.
 	// +optional
@@ -204,12 +218,15 @@ type IngressSpec struct {
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	Host string `json:"host,omitempty"`
-	// HostPrefix is prepended to Host.
+	// HostPrefix is prepended to Host. At most 253 characters (a whole DNS name's),
+	// which also bounds the cost of the host rule above.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	HostPrefix *string `json:"hostPrefix,omitempty"`
 	// HostSuffix is the domain after Host (the operator's --ingress-host-suffix, "local"
-	// by default, when unset).
+	// by default, when unset). At most 253 characters, as HostPrefix.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	HostSuffix *string `json:"hostSuffix,omitempty"`
 	// IngressControllerClassName is the Ingress's class.
 	// +optional
@@ -249,8 +266,10 @@ type SharedMemorySpec struct {
 
 // MultinodeSpec makes every replica of a service a gang of NodeCount pods.
 type MultinodeSpec struct {
-	// NodeCount is the number of pods (nodes) per replica; at least 2.
+	// NodeCount is the number of pods (nodes) per replica; at least 2 and at most
+	// 1,024 (MaxNodeCount).
 	// +kubebuilder:validation:Minimum=2
+	// +kubebuilder:validation:Maximum=1024
 	// +kubebuilder:default=2
 	NodeCount int32 `json:"nodeCount"`
 }

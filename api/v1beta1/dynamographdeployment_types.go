@@ -45,14 +45,13 @@ type DynamoGraphDeploymentSpec struct {
 	// +optional
 	PriorityClassName string `json:"priorityClassName,omitempty"`
 	// Components of the graph, each with its own stable name. Names become part of
-	// workload names: letters, digits and '-', at most 40 characters, unique in more
-	// than letter case.
+	// workload names: letters, digits and '-', at most 63 characters (Dynamo's limit),
+	// unique in more than letter case.
 	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=25
 	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.type) && c.type == 'epp').size() <= 1",message="at most one component may have type epp"
-	// +kubebuilder:validation:XValidation:rule="self.filter(c, has(c.type) && c.type == 'frontend').size() <= 1",message="at most one component may have type frontend"
 	// +kubebuilder:validation:XValidation:rule="self.all(c1, !has(c1.name) || self.filter(c2, has(c2.name) && c2.name.lowerAscii() == c1.name.lowerAscii()).size() == 1)",message="component names must be unique case-insensitively: they become lower-case workload names"
 	Components []DynamoComponentDeploymentSharedSpec `json:"components,omitempty"`
 	// Env is prepended to every component's main container env; a component's own
@@ -117,7 +116,7 @@ type DynamoComponentDeploymentSharedSpec struct {
 	ProviderOverride *v1alpha1.Raw `json:"providerOverride,omitempty"`
 	// ComponentName is the component's stable name within the graph.
 	// +kubebuilder:validation:MinLength=1
-	// +kubebuilder:validation:MaxLength=40
+	// +kubebuilder:validation:MaxLength=63
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?$`
 	ComponentName string `json:"name"`
 	// ComponentType is the component's role: frontend, worker, prefill, decode,
@@ -140,9 +139,10 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// +optional
 	PodTemplate *corev1.PodTemplateSpec `json:"podTemplate,omitempty"`
 	// Replicas is the desired number of replicas: pods, or gangs of multinode.nodeCount
-	// pods.
+	// pods; at most 10,000 (v1alpha1.MaxReplicas).
 	// +optional
 	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10000
 	Replicas *int32 `json:"replicas,omitempty"`
 	// MinAvailable is Grove's minimum of gang-scheduled replicas (Dynamo's field).
 	// +optional

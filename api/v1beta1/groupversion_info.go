@@ -86,9 +86,12 @@
 // component's single-node/multinode shape, and topology, kvTransferPolicy, GPU memory
 // service and failover changes: this operator accepts them, because it rolls such a
 // change safely as a new worker revision (or does not act on the field at all).
-// Where it accepts less than Dynamo: component names of at most 40 characters (they
-// become workload names), at most one frontend, backend Deployment without multinode
-// components, Grove's name budget; Dynamo's features it keeps as given (modelRef,
+// Where it accepts less than Dynamo's admission, it refuses only what Dynamo's operator
+// cannot deploy either: replicas above 10,000 and nodeCount above 1,024
+// (v1alpha1.MaxReplicas, MaxNodeCount), backend Deployment with multinode components,
+// Grove's name budget (Dynamo's own rule). Names Dynamo writes whole and the API server
+// refuses (a `<namespace>-<dgd>` label value past 63 characters) are shortened here
+// instead, so such a DGD deploys. Dynamo's features it keeps as given (modelRef,
 // eppConfig, providerOverride, experimental...) are open objects whose inner schema is
 // not checked. There is no admission webhook: every rule above is schema or CEL, so
 // it needs the operator to be up for nothing but conversion.

@@ -3,6 +3,7 @@ package validation_test
 import (
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -105,5 +106,23 @@ var _ = Describe("v1beta1", func() {
 		cs[1].(map[string]any)["type"] = "gateway"
 		setComponents(u, cs)
 		Expect(env.Client.Create(ctx, u)).To(MatchError(ContainSubstring("spec.components[1].type")))
+	})
+
+	It("bounds replicas and nodeCount as v1alpha1 does, naming the field, and takes component names of 63 characters and two frontends (Dynamo's limits)", func() {
+		set := func(i int, field string, v any) *unstructured.Unstructured {
+			u := read("test", "testdata", "dynamo", "vllm-disagg.yaml")
+			cs := components(u)
+			Expect(unstructured.SetNestedField(cs[i].(map[string]any), v, field)).To(Succeed())
+			setComponents(u, cs)
+			return u
+		}
+		Expect(env.Client.Create(ctx, set(1, "replicas", int64(10001)))).To(MatchError(ContainSubstring("spec.components[1].replicas: Invalid value: 10001")))
+		Expect(env.Client.Create(ctx, set(1, "replicas", int64(10000)))).To(Succeed())
+		u := set(1, "multinode", map[string]any{"nodeCount": int64(100000)})
+		Expect(env.Client.Create(ctx, u)).To(MatchError(ContainSubstring("spec.components[1].multinode.nodeCount: Invalid value: 100000")))
+		long := strings.Repeat("w", 63)
+		Expect(env.Client.Create(ctx, set(1, "name", long))).To(Succeed())
+		Expect(env.Client.Create(ctx, set(1, "name", long+"w"))).To(MatchError(ContainSubstring("spec.components[1].name: Too long")))
+		Expect(env.Client.Create(ctx, set(1, "type", "frontend"))).To(Succeed())
 	})
 })
