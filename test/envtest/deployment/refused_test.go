@@ -60,19 +60,21 @@ var _ = Describe("a write the API server refuses", func() {
 		}).Should(Succeed())
 	}
 
-	It("an Ingress host that is no DNS name: Stalled, WriteRefused, the Ingress and the API server's field message; a valid host recovers", func() {
+	It("an Ingress class that is no DNS name: Stalled, WriteRefused, the Ingress and the API server's field message; a valid class recovers", func() {
 		ns := newNamespace()
 		deploy(harness.NewDGD(ns, "refused").Disagg(1, 1, "vllm:v1").Obj())
 		before := running(ns)
 		update(ns, "refused", func(d *v1alpha1.DynamoGraphDeployment) {
-			d.Spec.Services["Frontend"].Ingress = &v1alpha1.IngressSpec{Enabled: true, Host: "My_Graph"}
+			d.Spec.Services["Frontend"].Ingress = &v1alpha1.IngressSpec{Enabled: true, Host: "my-graph", IngressControllerClassName: ptr.To("Not_A_Class")}
 		})
 		// The API server's words (k8s.io/kubernetes pkg/apis/networking/validation:
-		// ValidateIngressSpec checks each rule's host as a DNS-1123 subdomain).
-		reported(ns, v1alpha1.ReasonWriteRefused, true, "Ingress "+ns+"/", "spec.rules[0].host", "My_Graph")
+		// ValidateIngressSpec checks spec.ingressClassName as a DNS-1123 subdomain), which
+		// admission does not check (the example was an Ingress host; admission
+		// refuses that one now).
+		reported(ns, v1alpha1.ReasonWriteRefused, true, "Ingress "+ns+"/", "spec.ingressClassName", "Not_A_Class")
 		Expect(running(ns)).To(Equal(before), "nothing running changed")
 		update(ns, "refused", func(d *v1alpha1.DynamoGraphDeployment) {
-			d.Spec.Services["Frontend"].Ingress.Host = "my-graph"
+			d.Spec.Services["Frontend"].Ingress.IngressControllerClassName = ptr.To("nginx")
 		})
 		_, err := env.Drive(ctx, ns, "refused", -1, 10, func(s harness.Snapshot) bool {
 			return meta.IsStatusConditionTrue(s.DGD.Status.Conditions, v1alpha1.ConditionReady) && s.DGD.Status.ObservedGeneration == s.DGD.Generation
