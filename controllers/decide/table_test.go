@@ -262,7 +262,9 @@ func printSnapshot(b *strings.Builder, s *decide.Snapshot) {
 	for m := range s.Measurements {
 		ms = append(ms, m)
 	}
-	sort.Slice(ms, func(i, j int) bool { return ms[i].Step < ms[j].Step || ms[i].Step == ms[j].Step && ms[i].Metric < ms[j].Metric })
+	sort.Slice(ms, func(i, j int) bool {
+		return ms[i].Step < ms[j].Step || ms[i].Step == ms[j].Step && ms[i].Metric < ms[j].Metric
+	})
 	for _, m := range ms {
 		r := s.Measurements[m]
 		if r.Err != nil {
