@@ -662,11 +662,24 @@ func deadlineCases(t *testing.T) []tcase {
 	_, d = w.decideFor(t)
 	w.apply(t, d, false)
 	out = append(out, walk(t, w, "deadline-30s-failed-then-ready", nil, []variant{allReady, newNone})...)
-	// Blocked: no step keeps the invariants (maxSurge 0, maxUnavailable 0 resolved for a
-	// service through its annotation).
-	w = settledWorld(t, disagg(2, 2).Rollout("0", "1").Obj())
-	out = append(out, walk(t, w, "blocked", both(newImage, func(d *v1alpha1.DynamoGraphDeployment) {
-		d.Spec.Services["decode"].Annotations = map[string]string{v1alpha1.AnnotationMaxUnavailable: "0", v1alpha1.AnnotationMaxSurge: "0"}
+	// Blocked: no step keeps the invariants (planner TestGoldenBlocked): prefill R=1
+	// with maxSurge 0 must leave revision 1 before revision 2 can hold one, and
+	// revision 1 cannot lose it while holding decode, nor lose decode (maxUnavailable 0).
+	w = settledWorld(t, disagg(1, 2).Rollout("1", "0").Obj())
+	w.dgd.Spec.Services["prefill"].Annotations = map[string]string{v1alpha1.AnnotationMaxSurge: "0", v1alpha1.AnnotationMaxUnavailable: "1"}
+	out = append(out, walk(t, w, "blocked-tight-budgets", newImage, []variant{allReady})...)
+	// ... and unblocked by a spec change of the budgets.
+	out = append(out, walk(t, w, "blocked-tight-budgets/surge-1", func(d *v1alpha1.DynamoGraphDeployment) {
+		d.Spec.Services["prefill"].Annotations = nil
+	}, []variant{allReady})...)
+	// A partition that a revision without decode cannot keep.
+	w = settledWorld(t, harness.NewDGD("ns", "g").Service("prefill", v1alpha1.ComponentTypeWorker, v1alpha1.ComponentTypePrefill, 4, "img:1").Obj())
+	out = append(out, walk(t, w, "blocked-partition-without-decode", both(newImage, func(d *v1alpha1.DynamoGraphDeployment) {
+		harness.SetImage(d, "img:2")
+		d.Spec.Services["decode"] = d.Spec.Services["prefill"].DeepCopy()
+		d.Spec.Services["decode"].SubComponentType = v1alpha1.ComponentTypeDecode
+		d.Spec.Services["decode"].Replicas = ptr.To[int32](2)
+		d.Spec.Rollout = &v1alpha1.RolloutSpec{Partition: ptr.To(intstr.FromString("50%"))}
 	}), []variant{allReady})...)
 	return out
 }

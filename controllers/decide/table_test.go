@@ -2,6 +2,11 @@ package decide_test
 
 import (
 	"fmt"
+	"go/ast"
+	"go/constant"
+	"go/parser"
+	"go/token"
+	"go/types"
 	"os"
 	"path/filepath"
 	"slices"
@@ -424,5 +429,55 @@ func sortedStrings[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
+	return out
+}
+
+// TestDecideTableCoversReasons fails when a reason of api/v1alpha1/reasons.go (a
+// condition's or status.rollingUpdate's, or an Event's) appears in no golden of the
+// table: every constant there, read from the file itself, so a reason added later
+// needs a case. notDecided lists those Decide never produces, with why.
+func TestDecideTableCoversReasons(t *testing.T) {
+	seen := tableReasons(t)
+	for name, value := range reasonConstants(t) {
+		if why, ok := notDecided[name]; ok {
+			if seen[value] {
+				t.Errorf("%s (%s) is listed as never decided (%s), but the table has it", name, value, why)
+			}
+			continue
+		}
+		if !seen[value] {
+			t.Errorf("no golden of the table has %s (%q): add a case", name, value)
+		}
+	}
+}
+
+// notDecided are the reasons of reasons.go no Decision or Report carries, by constant
+// name, and why. None today: those that only a write's outcome produces (NameConflict
+// from a workload name someone holds, InvalidSpec from a spec a backend refuses) are
+// reached through Decision.Conclude with an Outcome (the conflicts family).
+var notDecided = map[string]string{}
+
+// reasonConstants are the exported constants of api/v1alpha1/reasons.go, by name,
+// with their values (type-checked, so "Rollout" + ReasonPartitioned is its value).
+func reasonConstants(t *testing.T) map[string]string {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, filepath.Join("..", "..", "api", "v1alpha1", "reasons.go"), nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkg, err := new(types.Config).Check("v1alpha1", fset, []*ast.File{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, name := range pkg.Scope().Names() {
+		if c, ok := pkg.Scope().Lookup(name).(*types.Const); ok && c.Exported() {
+			out[name] = constant.StringVal(c.Val())
+		}
+	}
+	if len(out) < 30 {
+		t.Fatalf("only %d constants in reasons.go", len(out))
+	}
 	return out
 }
