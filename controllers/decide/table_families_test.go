@@ -20,6 +20,7 @@ import (
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -63,12 +64,10 @@ type variant struct {
 	vary func(s *decide.Snapshot)
 }
 
-// updateHash is the worker hash of the newest revision of s (the spec's, once recorded).
+// updateHash is the worker hash of the spec of s (its update revision's, recorded or
+// not yet).
 func updateHash(s *decide.Snapshot) string {
-	if len(s.Revisions) == 0 {
-		return ""
-	}
-	return s.Revisions[len(s.Revisions)-1].Labels[v1alpha1.LabelWorkerHash]
+	return revisions.Hash(revisions.NewWorkerTemplate(s.DGD), ptr.To(ptr.Deref(s.DGD.Status.CollisionCount, 0)))
 }
 
 // readiness varies the ready replicas of the worker workloads of the update revision
@@ -305,7 +304,7 @@ func stepsCases(t *testing.T) []tcase {
 	vs := []variant{allReady, newNone, promote("2/1"), promote("2/2"), promote("2/full"), promote("1/full"), at(59 * time.Second), at(61 * time.Second)}
 	lists := map[string][]v1alpha1.RolloutStep{
 		"partition-50%-pause":                     {partitionStep("50%"), pauseStep(0)},
-		"partition-25%-pause-60s-partition-75%":   {partitionStep("75%"), pauseStep(time.Minute), partitionStep("25%")},
+		"partition-75%-pause-60s-partition-25%":   {partitionStep("75%"), pauseStep(time.Minute), partitionStep("25%")},
 		"pause-first":                             {pauseStep(0), partitionStep("50%")},
 		"partition-1-partition-2-partition-3":     {partitionStep("3"), partitionStep("2"), partitionStep("1")},
 		"partition-50%-pause-60s-then-completion": {partitionStep("50%"), pauseStep(time.Minute)},

@@ -42,14 +42,11 @@ var families []family
 
 // TestDecideTable decides every case of the golden table and compares what it prints
 // (the snapshot in short, the decision and its report) with testdata/table/<family>.golden
-// (go test -run TestDecideTable -update rewrites them). It also collects every status
-// condition reason, rollingUpdate reason and Event reason the table produces, which
-// TestDecideTableCoversReasons checks against api/v1alpha1/reasons.go.
+// (go test -run TestDecideTable -update rewrites them). Then it checks that the table
+// has every reason api/v1alpha1/reasons.go declares (coversReasons).
 func TestDecideTable(t *testing.T) {
 	seen := tableReasons(t)
-	if len(seen) == 0 {
-		t.Fatal("the table produced no reason")
-	}
+	t.Run("reasons", func(t *testing.T) { coversReasons(t, seen) })
 }
 
 // tableReasons runs the whole table (comparing every golden) and returns the reasons
@@ -432,13 +429,15 @@ func sortedStrings[V any](m map[string]V) []string {
 	return out
 }
 
-// TestDecideTableCoversReasons fails when a reason of api/v1alpha1/reasons.go (a
-// condition's or status.rollingUpdate's, or an Event's) appears in no golden of the
-// table: every constant there, read from the file itself, so a reason added later
-// needs a case. notDecided lists those Decide never produces, with why.
-func TestDecideTableCoversReasons(t *testing.T) {
-	seen := tableReasons(t)
+// coversReasons fails when a reason of api/v1alpha1/reasons.go (a condition's or
+// status.rollingUpdate's, or an Event's) appears in no golden of the table (seen):
+// every constant there, read from the file itself, so a reason added later needs a
+// case; notDecided lists those Decide never produces, with why. It also fails on a
+// reason the table has that reasons.go does not declare (but those of undeclared).
+func coversReasons(t *testing.T, seen map[string]bool) {
+	declared := map[string]bool{}
 	for name, value := range reasonConstants(t) {
+		declared[value] = true
 		if why, ok := notDecided[name]; ok {
 			if seen[value] {
 				t.Errorf("%s (%s) is listed as never decided (%s), but the table has it", name, value, why)
@@ -449,7 +448,19 @@ func TestDecideTableCoversReasons(t *testing.T) {
 			t.Errorf("no golden of the table has %s (%q): add a case", name, value)
 		}
 	}
+	for _, r := range sortedStrings(seen) {
+		if !declared[r] && !undeclared[r] {
+			t.Errorf("the table has reason %q, which reasons.go does not declare", r)
+		}
+	}
 }
+
+// undeclared are reasons Decide produces that reasons.go does not declare: the phase
+// Event of a hold at an analysis step is "Rollout" + its reason (progress.go phaseEvent,
+// written for EventRolloutPartitioned and EventRolloutPaused), so an analysis that runs
+// emits RolloutAnalysisRunning and an inconclusive one RolloutAnalysisInconclusive
+// beside the Warning AnalysisInconclusive (see the closing note of branch g26golden).
+var undeclared = map[string]bool{"RolloutAnalysisRunning": true, "RolloutAnalysisInconclusive": true}
 
 // notDecided are the reasons of reasons.go no Decision or Report carries, by constant
 // name, and why. None today: those that only a write's outcome produces (NameConflict
