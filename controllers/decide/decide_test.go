@@ -85,8 +85,11 @@ func (w *world) workloadOf(kind string, key backends.Key, replicas int32) *decid
 	} else {
 		wl.Name = w.names[key]
 	}
-	if b.HoldsPools {
-		wl.Group = &backends.ObjectRef{Kind: "PodCliqueSet", Name: groupName(w.dgd.Name, key)}
+	if b.HoldsPools { // a clique of the revision's PodCliqueSet (backends/grove observe)
+		wl.Kind, wl.Group = "PodClique", &backends.ObjectRef{Kind: b.Kind, Name: groupName(w.dgd.Name, key)}
+		if svc := w.dgd.Spec.Services[key.Service]; svc != nil && svc.IsMultinode() {
+			wl.Kind = "PodCliqueScalingGroup"
+		}
 	}
 	return wl
 }

@@ -479,7 +479,7 @@ func invalidCases(t *testing.T) []tcase {
 			Query: "up", SuccessCondition: "result <"})),
 		"analysis-query-unknown-placeholder": setSteps(partitionStep("50%"), analysisStep(v1alpha1.AnalysisMetric{Name: "m",
 			Query: "up{ns=\"{{.Canary.Nope}}\"}", SuccessCondition: "result < 1"})),
-		"budgets-both-zero": func(d *v1alpha1.DynamoGraphDeployment) {
+		"budgets-both-zero-admission-refuses-planner-surges-1": func(d *v1alpha1.DynamoGraphDeployment) {
 			z := intstr.FromInt32(0)
 			d.Spec.Rollout.MaxSurge, d.Spec.Rollout.MaxUnavailable = &z, &z
 		},
@@ -567,13 +567,15 @@ func conflictCases(t *testing.T) []tcase {
 	taken := backends.NotControlled("Deployment", deploymentOf("g-decode-dea4a48b"), w.dgd)
 	svcTaken := backends.NotControlled("Service", &svc, w.dgd)
 	outcomes := map[string]decide.Outcome{
-		"workload-name-taken": {Progress: made.Progress[:1], Stopped: taken},
+		// The Ensure of the new pool (its first workload's name taken) is not made.
+		"workload-name-taken": {Stopped: taken},
 		"service-name-taken":  {Progress: made.Progress, Objects: made.Objects, Conflicts: []*backends.NameConflictError{svcTaken}},
 		"spec-refused":        {Stopped: &backends.SpecError{Err: errors.New("LeaderWorkerSet.leaderworkerset.x-k8s.io \"g-decode\" is invalid: spec.leaderWorkerTemplate.size: must be at least 1")}},
 		"revision-collided":   {Collided: ptr.To[int32](1)},
-		"write-failed":        {Progress: made.Progress[:1], Err: errors.New("scaling Deployment ns/g-prefill-6101c065: the server is currently unable to handle the request")},
-		"write-failed-first":  {Err: errors.New("creating ControllerRevision: etcdserver: request timed out")},
-		"nothing-made":        {},
+		// The pool made, its first discovery Service refused.
+		"write-failed":       {Progress: made.Progress, Err: errors.New("creating Service ns/g-decode-dea4a48b-discovery: the server is currently unable to handle the request")},
+		"write-failed-first": {Err: errors.New("creating ControllerRevision: etcdserver: request timed out")},
+		"nothing-made":       {},
 	}
 	for _, name := range sortedStrings(outcomes) {
 		o := outcomes[name]
