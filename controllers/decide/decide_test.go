@@ -165,6 +165,19 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 	return said
 }
 
+// edit makes a user's change to the world's graph (a new generation).
+func (w *world) edit(change func(*v1alpha1.DynamoGraphDeployment)) {
+	change(w.dgd)
+	w.dgd.Generation++
+}
+
+// step plays one pass: decided, its writes made, pods ready at once when ready.
+func (w *world) step(t *testing.T, ready bool) {
+	t.Helper()
+	_, d := w.decideFor(t)
+	w.apply(t, d, ready)
+}
+
 // changeRevision makes a revision write other than a create, as revisions.Fake does
 // (Renumber, SetChangeCause, Delete), keeping the list sorted by .revision.
 func (w *world) changeRevision(wr decide.Write) {
@@ -345,8 +358,7 @@ func TestDecideGolden(t *testing.T) {
 			w := newWorld(tc.dgd)
 			got := append(w.settle(t), summary(w.dgd.Status))
 			for _, c := range tc.changes {
-				c(w.dgd)
-				w.dgd.Generation++
+				w.edit(c)
 				got = append(append(got, "== change"), w.settle(t)...)
 				got = append(got, summary(w.dgd.Status))
 			}
@@ -393,8 +405,7 @@ func TestDecideRecreateAnnounce(t *testing.T) {
 			meta.SetStatusCondition(&w.dgd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
 				Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReplicasNotReady})
 		}
-		newImage(w.dgd)
-		w.dgd.Generation++
+		w.edit(newImage)
 		d := w.pass(t)
 		var ops []decide.Op
 		var announced *v1alpha1.DynamoGraphDeploymentStatus

@@ -135,8 +135,7 @@ func copySnapshot(s *decide.Snapshot) *decide.Snapshot {
 func walk(t *testing.T, w *world, prefix string, change func(*v1alpha1.DynamoGraphDeployment), vs []variant) []tcase {
 	t.Helper()
 	if change != nil {
-		change(w.dgd)
-		w.dgd.Generation++
+		w.edit(change)
 	}
 	var out []tcase
 	var said []string
@@ -261,11 +260,9 @@ func pausedCases(t *testing.T) []tcase {
 	var out []tcase
 	for _, at := range []int{0, 1, 2} {
 		w := settledWorld(t, disagg(4, 4).Rollout("1", "0").Obj())
-		newImage(w.dgd)
-		w.dgd.Generation++
+		w.edit(newImage)
 		for range at {
-			_, d := w.decideFor(t)
-			w.apply(t, d, true)
+			w.step(t, true)
 		}
 		prefix := fmt.Sprintf("disagg-4-4/paused-after-%d-passes", at)
 		out = append(out, walk(t, w, prefix, setPaused(true), []variant{allReady, newNone, oldOneShort, later})...)
@@ -455,10 +452,8 @@ func scaleCases(t *testing.T) []tcase {
 	// A replica change in the middle of a rollout.
 	for _, name := range []string{"decode-2-to-4", "decode-2-to-1"} {
 		w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
-		newImage(w.dgd)
-		w.dgd.Generation++
-		_, d := w.decideFor(t)
-		w.apply(t, d, true)
+		w.edit(newImage)
+		w.step(t, true)
 		out = append(out, walk(t, w, "mid-rollout/"+name, changes[name], []variant{allReady, newNone})...)
 	}
 	return out
@@ -496,10 +491,8 @@ func invalidCases(t *testing.T) []tcase {
 	}
 	// Read again with the same generation: the condition stays, no Event again.
 	w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
-	specs["max-surge-annotation-lots"](w.dgd)
-	w.dgd.Generation++
-	_, d := w.decideFor(t)
-	w.apply(t, d, true)
+	w.edit(specs["max-surge-annotation-lots"])
+	w.step(t, true)
 	out = append(out, cases("settled/max-surge-annotation-lots/read-again", w.snapshot(), []variant{allReady})...)
 	// Fixed: the graph goes on.
 	out = append(out, walk(t, w, "settled/max-surge-annotation-lots/fixed", func(d *v1alpha1.DynamoGraphDeployment) {
@@ -511,8 +504,7 @@ func invalidCases(t *testing.T) []tcase {
 func staleCases(t *testing.T) []tcase {
 	var out []tcase
 	w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
-	newImage(w.dgd)
-	w.dgd.Generation++
+	w.edit(newImage)
 	for i := range 3 {
 		s, d := w.decideFor(t)
 		s.Stale = s.Workloads[len(s.Workloads)-1].Name
@@ -560,8 +552,7 @@ func conflictCases(t *testing.T) []tcase {
 
 	// What execute found: the outcomes a pass of a rollout can end with.
 	w = settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
-	newImage(w.dgd)
-	w.dgd.Generation++
+	w.edit(newImage)
 	s, d := w.decideFor(t)
 	made := madeAll(d)
 	taken := backends.NotControlled("Deployment", deploymentOf("g-decode-dea4a48b"), w.dgd)
@@ -655,13 +646,10 @@ func deadlineCases(t *testing.T) []tcase {
 	// Failed, then progress: back to InProgress.
 	w = settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
 	short(w.dgd)
-	newImage(w.dgd)
-	w.dgd.Generation++
-	_, d := w.decideFor(t)
-	w.apply(t, d, false)
+	w.edit(newImage)
+	w.step(t, false)
 	w.now = w.now.Add(31 * time.Second)
-	_, d = w.decideFor(t)
-	w.apply(t, d, false)
+	w.step(t, false)
 	out = append(out, walk(t, w, "deadline-30s-failed-then-ready", nil, []variant{allReady, newNone})...)
 	// Blocked: no step keeps the invariants (planner TestGoldenBlocked): prefill R=1
 	// with maxSurge 0 must leave revision 1 before revision 2 can hold one, and
@@ -717,11 +705,9 @@ func historyCases(t *testing.T) []tcase {
 func unschedulableCases(t *testing.T) []tcase {
 	var out []tcase
 	w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
-	newImage(w.dgd)
-	w.dgd.Generation++
-	s, d := w.decideFor(t)
-	w.apply(t, d, false)
-	s, _ = w.decideFor(t)
+	w.edit(newImage)
+	w.step(t, false)
+	s, _ := w.decideFor(t)
 	pods := []decide.UnscheduledPod{
 		{Graph: "g", Service: "decode", Hash: "dea4a48b", Message: "0/4 nodes are available: 4 Insufficient nvidia.com/gpu. no new claims to deallocate, preemption: 0/4 nodes are available: 4 No preemption victims found for incoming pod."},
 		{Graph: "g", Service: "prefill", Hash: "dea4a48b", Message: "0/4 nodes are available: 4 node(s) had untolerated taint {gpu: true}."},
@@ -745,8 +731,7 @@ func unschedulableCases(t *testing.T) []tcase {
 	// Found before: the message stays while nothing moves, without a second Event.
 	s2 := copySnapshot(s)
 	list("", 16*time.Second, true, pods).vary(s2)
-	d = decide.Decide(s2)
-	w.apply(t, d, false)
+	w.apply(t, decide.Decide(s2), false)
 	s, _ = w.decideFor(t)
 	out = append(out, cases("rollout-waiting/found-before", s, []variant{newNone, allReady,
 		list("listed-again", 16*time.Second, true, pods)})...)
@@ -779,8 +764,7 @@ func stableCases(t *testing.T) []tcase {
 	w = newWorld(disagg(2, 2).Rollout("1", "0").Backend(v1alpha1.BackendGrove).Obj())
 	w.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendGrove: groveBackend}
 	w.settle(t)
-	frontend(w.dgd)
-	w.dgd.Generation++
+	w.edit(frontend)
 	delete(w.names, backends.Key{Service: "Frontend"})
 	s, _ = w.decideFor(t)
 	old := s.Workloads[0]
