@@ -87,7 +87,16 @@ func readiness(name string, onNew bool, ready func(replicas int32) int32) varian
 }
 
 var (
-	allReady    = variant{"all-ready", func(*decide.Snapshot) {}}
+	// allReady: every workload's replicas exist and are ready (the world's own state
+	// when played with pods ready at once).
+	allReady = variant{"all-ready", func(s *decide.Snapshot) {
+		for i := range s.Workloads {
+			if w := &s.Workloads[i]; !w.Terminating {
+				w.Ready, w.Updated = w.Replicas, w.Replicas
+				w.Current, w.Pods = max(w.Current, w.Replicas), max(w.Pods, w.Replicas)
+			}
+		}
+	}}
 	newNone     = readiness("new-none-ready", true, func(int32) int32 { return 0 })
 	newOneShort = readiness("new-one-unready", true, func(r int32) int32 { return max(r-1, 0) })
 	oldOneShort = readiness("old-one-unready", false, func(r int32) int32 { return max(r-1, 0) })
@@ -728,12 +737,13 @@ func unschedulableCases(t *testing.T) []tcase {
 		list("after-15s-listed-one", 16*time.Second, true, pods[:1]),
 		{"cannot-list", func(s *decide.Snapshot) { newNone.vary(s); s.Now = s.Now.Add(16 * time.Second) }},
 	})...)
-	// Found before: the message stays while nothing moves, without a second Event.
+	// Found before: listed again, the same pods give the same message and no second
+	// Event; once ready, the rollout moves on and the message goes.
 	s2 := copySnapshot(s)
 	list("", 16*time.Second, true, pods).vary(s2)
 	w.apply(t, decide.Decide(s2), false)
 	s, _ = w.decideFor(t)
-	out = append(out, cases("rollout-waiting/found-before", s, []variant{newNone, allReady,
+	out = append(out, cases("rollout-waiting/found-before", s, []variant{allReady,
 		list("listed-again", 16*time.Second, true, pods)})...)
 	return out
 }
