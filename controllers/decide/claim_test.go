@@ -63,7 +63,7 @@ func TestDecideClaim(t *testing.T) {
 		t.Fatalf("after the names are free Ready %s", got)
 	}
 	if _, ok := w.workloads["g-frontend"]; !ok {
-		t.Fatalf("g-frontend not created: %v", sortedKeys(w.workloads))
+		t.Fatalf("g-frontend not created: %v", sortedStrings(w.workloads))
 	}
 }
 

@@ -23,7 +23,9 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/controllers/decide"
+	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -48,23 +50,62 @@ type world struct {
 	now       time.Time
 	// foreign are objects of names the DGD would create that someone else holds.
 	foreign map[decide.ObjectName]decide.Holder
+	// backends are the backends the operator runs (nil: Deployment alone); names are
+	// the names a backend that reads the cluster to name them gave (Snapshot.Names).
+	backends map[v1alpha1.BackendType]backends.Description
+	names    map[backends.Key]string
+	// answer answers an analysis query a pass asks (nil: none is expected).
+	answer func(decide.Measure) analysis.Result
 }
 
 func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
 	dgd.Generation = 1
 	return &world{dgd: dgd, workloads: map[string]*decide.Workload{}, now: t0,
-		objects: decide.Objects{Named: map[string]client.Object{}}}
+		objects:  decide.Objects{Named: map[string]client.Object{}},
+		backends: map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment},
+		names:    map[backends.Key]string{}}
+}
+
+// describe is the description of the backend of that kind.
+func (w *world) describe(kind string) backends.Description {
+	for _, b := range w.backends {
+		if b.Kind == kind {
+			return b
+		}
+	}
+	panic("no backend " + kind)
+}
+
+// workloadOf is the workload a backend of that kind creates for key: named by its
+// description, or as the world named it (groveLike), in its revision's group when the
+// backend holds pools.
+func (w *world) workloadOf(kind string, key backends.Key, replicas int32) *decide.Workload {
+	b := w.describe(kind)
+	wl := &decide.Workload{Backend: kind, Workload: backends.Workload{Key: key, Kind: kind, Replicas: replicas}}
+	if b.Names != nil {
+		wl.Name = b.Names(w.dgd, key)
+	} else {
+		wl.Name = w.names[key]
+	}
+	if b.HoldsPools { // a clique of the revision's PodCliqueSet (backends/grove observe)
+		wl.Kind, wl.Group = "PodClique", &backends.ObjectRef{Kind: b.Kind, Name: groupName(w.dgd.Name, key)}
+		if svc := w.dgd.Spec.Services[key.Service]; svc != nil && svc.IsMultinode() {
+			wl.Kind = "PodCliqueScalingGroup"
+		}
+	}
+	return wl
 }
 
 func (w *world) snapshot() *decide.Snapshot {
 	s := &decide.Snapshot{
 		DGD: w.dgd.DeepCopy(), Now: w.now,
-		Backends:  map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment},
-		Revisions: w.revisions,
+		Backends:  w.backends,
+		Revisions: slices.Clone(w.revisions),
+		Names:     maps.Clone(w.names),
 		// A copy: writes point into the snapshot's objects, which apply must not move.
 		Objects: decide.Objects{Services: slices.Clone(w.objects.Services), Named: maps.Clone(w.objects.Named)},
 	}
-	for _, name := range sortedKeys(w.workloads) {
+	for _, name := range sortedStrings(w.workloads) {
 		s.Workloads = append(s.Workloads, *w.workloads[name])
 	}
 	return s
@@ -80,12 +121,13 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 		switch wr.Op {
 		case decide.CreateRevision:
 			w.revisions = append(w.revisions, wr.Revision.DeepCopy())
+		case decide.RenumberRevision, decide.SetChangeCause, decide.DeleteRevision:
+			w.changeRevision(wr)
 		case decide.Ensure:
 			for _, sw := range wr.Pool.Services {
-				name := deployment.Names(w.dgd, sw.Key)
-				if _, ok := w.workloads[name]; !ok {
-					w.workloads[name] = &decide.Workload{Backend: "Deployment", Workload: backends.Workload{
-						Key: sw.Key, Kind: "Deployment", Name: name, Replicas: sw.Replicas}}
+				wl := w.workloadOf(wr.Backend, sw.Key, sw.Replicas)
+				if _, ok := w.workloads[wl.Name]; !ok {
+					w.workloads[wl.Name] = wl
 				}
 			}
 		case decide.CreateObject:
@@ -102,7 +144,11 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 		case decide.Scale:
 			w.workloads[wr.Workload.Name].Replicas = wr.Replicas
 		case decide.DeleteWorkload:
-			delete(w.workloads, wr.Workload.Name)
+			for name, wl := range w.workloads {
+				if name == wr.Workload.Name || wr.Workload.Group != nil && wl.Group != nil && *wl.Group == *wr.Workload.Group {
+					delete(w.workloads, name)
+				}
+			}
 		}
 	}
 	for _, wl := range w.workloads {
@@ -121,37 +167,99 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 	return said
 }
 
-func sortedKeys(m map[string]*decide.Workload) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	for i := range out {
-		for j := i + 1; j < len(out); j++ {
-			if out[j] < out[i] {
-				out[i], out[j] = out[j], out[i]
-			}
-		}
-	}
-	return out
+// edit makes a user's change to the world's graph (a new generation).
+func (w *world) edit(change func(*v1alpha1.DynamoGraphDeployment)) {
+	change(w.dgd)
+	w.dgd.Generation++
 }
 
-// pass decides one pass, answering no Needs (none of these graphs has any).
+// step plays one pass: decided, its writes made, pods ready at once when ready.
+func (w *world) step(t *testing.T, ready bool) {
+	t.Helper()
+	_, d := w.decideFor(t)
+	w.apply(t, d, ready)
+}
+
+// changeRevision makes a revision write other than a create, as revisions.Fake does
+// (Renumber, SetChangeCause, Delete), keeping the list sorted by .revision.
+func (w *world) changeRevision(wr decide.Write) {
+	i := slices.IndexFunc(w.revisions, func(r *appsv1.ControllerRevision) bool { return r.Name == wr.Revision.Name })
+	if i < 0 {
+		return
+	}
+	switch wr.Op {
+	case decide.RenumberRevision:
+		w.revisions[i] = w.revisions[i].DeepCopy()
+		w.revisions[i].Revision = wr.Number
+	case decide.SetChangeCause:
+		w.revisions[i] = w.revisions[i].DeepCopy()
+		metav1.SetMetaDataAnnotation(&w.revisions[i].ObjectMeta, v1alpha1.AnnotationChangeCause, wr.Cause)
+	case decide.DeleteRevision:
+		w.revisions = slices.Delete(w.revisions, i, i+1)
+	}
+	revisions.SortByRevision(w.revisions)
+}
+
+// isStableEnsure reports whether a line of a pass says only that the stable services
+// were ensured.
+func isStableEnsure(l string) bool {
+	return strings.HasPrefix(l, "Ensure ") && strings.Contains(l, " stable[")
+}
+
+// pass decides one pass (decideFor).
 func (w *world) pass(t *testing.T) decide.Decision {
 	t.Helper()
-	s := w.snapshot()
-	d := decide.Decide(s)
-	if len(d.Needs.Holders) > 0 {
-		w.answerHolders(s, d.Needs.Holders)
-		d = decide.Decide(s)
-	}
-	if d.Needs.Any() {
-		t.Fatalf("unexpected needs %+v", d.Needs)
-	}
-	if d.Err != nil {
-		t.Fatalf("decision failed: %v", d.Err)
-	}
+	_, d := w.decideFor(t)
 	return d
+}
+
+// decideFor decides one pass from the world's snapshot, answering the names a backend
+// that reads the cluster gives (cliqueName) and the analysis queries (answer; none when
+// nil), and fails on any other need. It returns the snapshot with the answers.
+func (w *world) decideFor(t *testing.T) (*decide.Snapshot, decide.Decision) {
+	t.Helper()
+	s := w.snapshot()
+	for range 4 {
+		d := decide.Decide(s)
+		if d.Err != nil {
+			t.Fatalf("decision failed: %v", d.Err)
+		}
+		if !d.Needs.Any() {
+			return s, d
+		}
+		if d.Needs.Unscheduled || len(d.Needs.Measure) > 0 && w.answer == nil {
+			t.Fatalf("unexpected needs %+v", d.Needs)
+		}
+		if len(d.Needs.Holders) > 0 {
+			w.answerHolders(s, d.Needs.Holders)
+		}
+		for _, n := range d.Needs.Names {
+			w.names[n.Key] = cliqueName(w.dgd.Name, n.Key)
+		}
+		s.Names = maps.Clone(w.names)
+		for _, m := range d.Needs.Measure {
+			if s.Measurements == nil {
+				s.Measurements = map[decide.Measure]analysis.Result{}
+			}
+			s.Measurements[m.Measure] = w.answer(m.Measure)
+		}
+	}
+	t.Fatalf("needs not met after 4 decisions")
+	return nil, decide.Decision{}
+}
+
+// groupName and cliqueName name a Grove-like backend's objects as backends/grove does
+// (Backend.Name, objectName): the PodCliqueSet of a worker revision {dgd}-{hash} (of
+// the stable services {dgd}), each service's clique {pcs}-0-{service}.
+func groupName(dgd string, key backends.Key) string {
+	if key.Hash == "" {
+		return dgd
+	}
+	return dgd + "-" + key.Hash
+}
+
+func cliqueName(dgd string, key backends.Key) string {
+	return groupName(dgd, key) + "-0-" + strings.ToLower(key.Service)
 }
 
 // answerHolders reads what holds each name, as the reconciler does past its cache:
@@ -181,13 +289,7 @@ func (w *world) settle(t *testing.T) []string {
 	var out []string
 	for range 30 {
 		said := w.apply(t, w.pass(t), true)
-		quiet := true
-		for _, l := range said {
-			if !strings.HasPrefix(l, "Ensure Deployment stable[") {
-				quiet = false
-			}
-		}
-		if quiet {
+		if quiet(said) {
 			return out
 		}
 		out = append(append(out, said...), "--")
@@ -273,8 +375,7 @@ func TestDecideGolden(t *testing.T) {
 			w := newWorld(tc.dgd)
 			got := append(w.settle(t), summary(w.dgd.Status))
 			for _, c := range tc.changes {
-				c(w.dgd)
-				w.dgd.Generation++
+				w.edit(c)
 				got = append(append(got, "== change"), w.settle(t)...)
 				got = append(got, summary(w.dgd.Status))
 			}
@@ -321,8 +422,7 @@ func TestDecideRecreateAnnounce(t *testing.T) {
 			meta.SetStatusCondition(&w.dgd.Status.Conditions, metav1.Condition{Type: v1alpha1.ConditionReady,
 				Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonReplicasNotReady})
 		}
-		newImage(w.dgd)
-		w.dgd.Generation++
+		w.edit(newImage)
 		d := w.pass(t)
 		var ops []decide.Op
 		var announced *v1alpha1.DynamoGraphDeploymentStatus
