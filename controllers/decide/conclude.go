@@ -47,12 +47,12 @@ func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, ms
 		t string
 		s metav1.ConditionStatus
 	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, stalledStatus}, {v1alpha1.ConditionReconciling, reconciling}} {
-		r := reason
+		r, m := reason, msg
 		if c.t == v1alpha1.ConditionStalled && !stalled {
-			r = v1alpha1.ReasonNotStalled
+			r, m = v1alpha1.ReasonNotStalled, "the operator can go on"
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.t, Status: c.s,
-			Reason: r, Message: msg, ObservedGeneration: dgd.Generation, LastTransitionTime: metav1.NewTime(now)})
+			Reason: r, Message: m, ObservedGeneration: dgd.Generation, LastTransitionTime: metav1.NewTime(now)})
 	}
 	st.ObservedGeneration = dgd.Generation
 	old := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady)
