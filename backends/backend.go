@@ -166,8 +166,10 @@ type Backend interface {
 	// object already gone is not an error.
 	Relabel(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w Workload) error
 	// Scale sets the replica count of one existing workload of the current spec; no
-	// write when already equal.
-	Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key Key, replicas int32) error
+	// write when already equal. w is the workload as Observe reported it (its Key, and
+	// its Name when observed: an object named by an earlier version of the operator
+	// under another name is scaled under the name it has), or only a Key.
+	Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w Workload, replicas int32) error
 	// Delete removes the object holding w: w itself, or its Group when it has one (the
 	// controller deletes a group only once every workload in it may go). Its pods are
 	// garbage-collected.

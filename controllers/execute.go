@@ -90,7 +90,7 @@ func (r *Reconciler) writeWorkload(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	case decide.Ensure:
 		err = b.Ensure(ctx, w.From, w.Pool)
 	case decide.Scale:
-		if err = b.Scale(ctx, dgd, w.Workload.Key, w.Replicas); err != nil {
+		if err = b.Scale(ctx, dgd, w.Workload, w.Replicas); err != nil {
 			r.expected.forget(key(w.Workload.Name))
 		}
 	case decide.DeleteWorkload:

@@ -99,10 +99,10 @@ func TestEnsureObserveScaleDelete(t *testing.T) {
 	t.Run("Scale writes only when the count differs", func(t *testing.T) {
 		before := *writes
 		key := backends.Key{Service: "decode", Hash: "h1"}
-		if err := b.Scale(ctx, dgd, key, 1); err != nil || *writes != before {
+		if err := b.Scale(ctx, dgd, backends.Workload{Key: key}, 1); err != nil || *writes != before {
 			t.Fatalf("err %v, %d writes for a no-op scale", err, *writes-before)
 		}
-		if err := b.Scale(ctx, dgd, key, 3); err != nil || *writes != before+1 {
+		if err := b.Scale(ctx, dgd, backends.Workload{Key: key}, 3); err != nil || *writes != before+1 {
 			t.Fatalf("err %v, writes %d", err, *writes-before)
 		}
 	})

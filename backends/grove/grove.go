@@ -176,7 +176,7 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		if err != nil || created {
 			return err
 		}
-		if err := b.Scale(ctx, dgd, sw.Key, sw.Replicas); err != nil {
+		if err := b.Scale(ctx, dgd, backends.Workload{Key: sw.Key}, sw.Replicas); err != nil {
 			return err
 		}
 	}
@@ -345,7 +345,8 @@ func templateReplicas(pcs *grovev1.PodCliqueSet, pl placement) int32 {
 
 // Scale implements backends.Backend: the PodClique's or PCSG's scale subresource, and
 // the PodCliqueSet template in step for objects Grove recreates.
-func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
+func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload, replicas int32) error {
+	key := w.Key
 	name, err := b.pcsName(ctx, dgd, key)
 	if err != nil {
 		return err

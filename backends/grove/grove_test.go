@@ -55,13 +55,13 @@ func TestScaleTemplateKeepsOtherServices(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(pcs.DeepCopy()).Build()
 	b := New(staleReader{Client: c, pcs: pcs.DeepCopy()}, scheme, renderpkg.Config{})
 	ctx := context.Background()
-	if err := b.Scale(ctx, dgd, backends.Key{Service: "decode", Hash: "abc"}, 2); err != nil {
+	if err := b.Scale(ctx, dgd, backends.Workload{Key: backends.Key{Service: "decode", Hash: "abc"}}, 2); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Scale(ctx, dgd, backends.Key{Service: "prefill", Hash: "abc"}, 3); err != nil {
+	if err := b.Scale(ctx, dgd, backends.Workload{Key: backends.Key{Service: "prefill", Hash: "abc"}}, 3); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Scale(ctx, dgd, backends.Key{Service: "mn", Hash: "abc"}, 4); err != nil {
+	if err := b.Scale(ctx, dgd, backends.Workload{Key: backends.Key{Service: "mn", Hash: "abc"}}, 4); err != nil {
 		t.Fatal(err)
 	}
 	var got grovev1.PodCliqueSet

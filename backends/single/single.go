@@ -228,8 +228,11 @@ func (a *Adapter[T]) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 }
 
 // Scale implements backends.Backend.
-func (a *Adapter[T]) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, replicas int32) error {
-	name := client.ObjectKey{Namespace: dgd.Namespace, Name: a.Name(dgd, key)}
+func (a *Adapter[T]) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload, replicas int32) error {
+	name := client.ObjectKey{Namespace: dgd.Namespace, Name: w.Name}
+	if name.Name == "" {
+		name.Name = a.Name(dgd, w.Key)
+	}
 	return backends.ScaleReplicas(ctx, a.Client, a.Kind.New(), name, a.kind(), a.Kind.Replicas, replicas)
 }
 

@@ -231,12 +231,12 @@ var _ = Describe("every backend keeps the Backend contract", func() {
 				f := newFixture(a)
 				Expect(f.b.Ensure(ctx, f.dgd, f.pool)).To(Succeed())
 				key := backends.Key{Service: "decode", Hash: "h1"}
-				Expect(f.b.Scale(ctx, f.dgd, key, 3)).To(Succeed())
+				Expect(f.b.Scale(ctx, f.dgd, backends.Workload{Key: key}, 3)).To(Succeed())
 				Expect(f.observe()[key].Replicas).To(Equal(int32(3)))
 				n := f.c.count()
-				Expect(f.b.Scale(ctx, f.dgd, key, 3)).To(Succeed())
+				Expect(f.b.Scale(ctx, f.dgd, backends.Workload{Key: key}, 3)).To(Succeed())
 				Expect(f.c.count()).To(Equal(n))
-				Expect(f.b.Scale(ctx, f.dgd, backends.Key{Service: "decode", Hash: "gone"}, 2)).To(Succeed())
+				Expect(f.b.Scale(ctx, f.dgd, backends.Workload{Key: backends.Key{Service: "decode", Hash: "gone"}}, 2)).To(Succeed())
 			})
 
 			It("deletes idempotently, also a workload deleted by hand, and Ensure makes it again", func() {
