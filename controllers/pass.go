@@ -38,10 +38,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).V(1).Info("waiting for the cache to show the last write", "workload", d.Wait)
 		return ctrl.Result{RequeueAfter: expectationTTL}, nil
 	}
+	if l := log.FromContext(ctx).V(1); l.Enabled() {
+		l.Info("executing", "writes", writeStrings(d.Writes))
+	}
 	out := r.execute(ctx, s, d)
 	rep := d.Conclude(out)
 	err = r.report(ctx, s, rep, out)
 	return r.result(ctx, req, rep, errors.Join(d.Err, out.Err, rep.Retry, err))
+}
+
+// writeStrings is each write's short form (decide.Write.String), for the debug log
+// line a pass prints before its writes (the crash suite finds a pass's writes by it).
+func writeStrings(ws []decide.Write) []string {
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.String()
+	}
+	return out
 }
 
 // read reads the DGD (nil when it is gone or being deleted: owner references

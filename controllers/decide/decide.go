@@ -2,6 +2,7 @@ package decide
 
 import (
 	"errors"
+	"time"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/controllers/planner"
@@ -65,9 +66,27 @@ func decideWorkers(v *view, h *history, a attempt, st stepped, d *draft) Decisio
 		return Decision{Needs: d.Needs}
 	}
 	d.Status = status(v, l, unsched, d)
+	pruneNext(v, h, d)
 	d.report = report{dgd: v.dgd, now: v.Now, conflicts: d.conflicts}
 	return d.Decision
 }
+
+// pruneNext asks for another pass soon when this one moves the current revision while
+// the history holds more old revisions than its limit: the revision that was current
+// ages out only once the status names another (revisions.PlanSync keeps the current
+// one), and the status write starts no pass. Without it, an operator killed between a
+// rollout's last workload write and its status write (the crash suite's kill inside
+// the cleanup pass) restarts into a pass that finds the old workloads gone, writes the
+// status, and hears no event after it: the history stayed one revision over its limit.
+func pruneNext(v *view, h *history, d *draft) {
+	if d.Status.CurrentRevision != v.dgd.Status.CurrentRevision && len(h.plan.Revisions) > int(max(v.dgd.HistoryLimit(), 0))+1 {
+		d.requeueIn(pruneAfter)
+	}
+}
+
+// pruneAfter is how soon pruneNext's pass comes: after the status write, which the
+// next pass reads past the cache if need be (controllers' fresh).
+const pruneAfter = 100 * time.Millisecond
 
 // status is the status the pass leaves: counts, revisions, the rolling update and the
 // conditions.

@@ -45,7 +45,10 @@ type scenario struct {
 	// worker template this scenario ever wrote (each must have exactly one revision).
 	want   string
 	hashes map[string]bool
-	hooks  hooks
+	// order is every distinct worker template in the order written: under a
+	// spec.revisionHistoryLimit the history keeps the newest limit+1 of them.
+	order []string
+	hooks hooks
 	// oneSided measures pools seen (by the 200 ms polls) holding replicas of some worker
 	// services and none of another: the state between two writes of one pass, which a
 	// kill can leave behind until the next operator finishes the pass. The watcher fails
@@ -122,6 +125,9 @@ func newScenario(t *testing.T, e *env, obj *v1alpha1.DynamoGraphDeployment, h ho
 // applied), computed as the operator does.
 func (s *scenario) record(d *v1alpha1.DynamoGraphDeployment) {
 	s.want = revisions.Hash(revisions.NewWorkerTemplate(d), ptr.To(ptr.Deref(d.Status.CollisionCount, 0)))
+	if !s.hashes[s.want] {
+		s.order = append(s.order, s.want)
+	}
 	s.hashes[s.want] = true
 	if s.hooks.changed != nil {
 		s.hooks.changed()
@@ -416,13 +422,14 @@ func (s *scenario) settledProblems(w *world) []string {
 			newest = r
 		}
 	}
-	for h := range s.hashes {
+	kept := s.kept(d)
+	for _, h := range kept {
 		if !got[h] {
 			out = append(out, fmt.Sprintf("no ControllerRevision records template %s", h))
 		}
 	}
-	if len(w.revs) != len(s.hashes) {
-		out = append(out, fmt.Sprintf("%d ControllerRevisions for %d distinct worker templates", len(w.revs), len(s.hashes)))
+	if len(w.revs) != len(kept) {
+		out = append(out, fmt.Sprintf("%d ControllerRevisions for the %d distinct worker templates the history keeps", len(w.revs), len(kept)))
 	}
 	if newest == nil || newest.Labels[v1alpha1.LabelWorkerHash] != s.want {
 		out = append(out, fmt.Sprintf("the newest ControllerRevision is %v, not the update revision %s", revName(newest), s.want))
@@ -439,6 +446,17 @@ func (s *scenario) settledProblems(w *world) []string {
 		}
 	}
 	return out
+}
+
+// kept is the templates a settled history records: every one written, or under
+// spec.revisionHistoryLimit the update revision's and the limit newest before it (each
+// template is written once here, so the order written is the order of revision
+// numbers).
+func (s *scenario) kept(d *v1alpha1.DynamoGraphDeployment) []string {
+	if d.Spec.RevisionHistoryLimit == nil {
+		return s.order
+	}
+	return s.order[max(0, len(s.order)-int(*d.Spec.RevisionHistoryLimit)-1):]
 }
 
 func revName(r *appsv1.ControllerRevision) string {
