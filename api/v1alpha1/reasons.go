@@ -80,11 +80,13 @@ const (
 	EventRolloutStep    = "RolloutStep"
 	// EventRolloutStepEnded: a step of spec.rollout.steps ended (its partition reached,
 	// its pause over, or promoted).
-	EventRolloutStepEnded         = "RolloutStepEnded"
-	EventObjectsUpdated           = "ObjectsUpdated"
-	EventRolloutCompleted         = "RolloutCompleted"
-	EventRolloutPartitioned       = "Rollout" + ReasonPartitioned
-	EventRolloutPaused            = "Rollout" + ReasonPaused
+	EventRolloutStepEnded   = "RolloutStepEnded"
+	EventObjectsUpdated     = "ObjectsUpdated"
+	EventRolloutCompleted   = "RolloutCompleted"
+	EventRolloutPartitioned = "Rollout" + ReasonPartitioned
+	EventRolloutPaused      = "Rollout" + ReasonPaused
+	// EventRolloutAnalysisRunning: the rollout holds at an analysis step while it measures.
+	EventRolloutAnalysisRunning   = "Rollout" + ReasonAnalysisRunning
 	EventRolloutBlocked           = ReasonRolloutBlocked
 	EventProgressDeadlineExceeded = ReasonProgressDeadlineExceeded
 	EventInvalidSpec              = ReasonInvalidSpec

@@ -185,7 +185,12 @@ func phaseEvent(d *draft, phase v1alpha1.RolloutPhase, reason, msg string) {
 	case v1alpha1.RolloutCompleted:
 		d.event("Normal", v1alpha1.EventRolloutCompleted, msg)
 	case v1alpha1.RolloutPaused:
-		d.event("Normal", "Rollout"+reason, msg) // EventRolloutPartitioned, EventRolloutPaused
+		switch reason {
+		case v1alpha1.ReasonPartitioned, v1alpha1.ReasonPaused, v1alpha1.ReasonAnalysisRunning:
+			d.event("Normal", "Rollout"+reason, msg) // EventRolloutPartitioned, EventRolloutPaused, EventRolloutAnalysisRunning
+		}
+		// An inconclusive analysis says so in its own Warning (EventAnalysisInconclusive),
+		// not again in a Normal Event of the same words.
 	case v1alpha1.RolloutFailed:
 		d.event("Warning", reason, msg) // EventRolloutBlocked, EventProgressDeadlineExceeded
 	}

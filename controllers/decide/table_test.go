@@ -479,12 +479,11 @@ func coversReasons(t *testing.T, seen map[string]bool) {
 	}
 }
 
-// undeclared are reasons Decide produces that reasons.go does not declare: the phase
-// Event of a hold at an analysis step is "Rollout" + its reason (progress.go phaseEvent,
-// written for EventRolloutPartitioned and EventRolloutPaused), so an analysis that runs
-// emits RolloutAnalysisRunning and an inconclusive one RolloutAnalysisInconclusive
-// beside the Warning AnalysisInconclusive (see the closing note of branch g26golden).
-var undeclared = map[string]bool{"RolloutAnalysisRunning": true, "RolloutAnalysisInconclusive": true}
+// undeclared are reasons Decide produces that reasons.go does not declare: none (the
+// table found two, the phase Event of a hold at an analysis step, "Rollout" + its
+// reason: RolloutAnalysisRunning is now declared, and an inconclusive analysis no longer
+// says in a Normal Event what its Warning says).
+var undeclared = map[string]bool{}
 
 // notDecided are the reasons of reasons.go no Decision or Report carries, by constant
 // name, and why. None today: those that only a write's outcome produces (NameConflict
