@@ -51,6 +51,8 @@ type dgdMeasurements struct {
 // measurement is one query, in flight or landed.
 type measurement struct {
 	cancel context.CancelFunc
+	// done is closed when its goroutine has returned.
+	done   chan struct{}
 	landed bool
 	result analysis.Result
 }
@@ -153,8 +155,9 @@ func (m *measurements) held() (measurements, dgds int) {
 // n.At, and lands the result if the measurement is still wanted then.
 func (m *measurements) runLocked(key types.NamespacedName, set *dgdMeasurements, n decide.MeasureNeed) *measurement {
 	ctx, cancel := context.WithCancel(m.ctx)
-	ms := &measurement{cancel: cancel}
+	ms := &measurement{cancel: cancel, done: make(chan struct{})}
 	go func() {
+		defer close(ms.done)
 		defer cancel()
 		select {
 		case m.slots <- struct{}{}:

@@ -21,12 +21,12 @@ type heldQuerier struct {
 	release   map[string]chan analysis.Result
 	running   int
 	most      int
-	cancelled []string
+	cancelled chan string
 	started   chan string
 }
 
 func newHeldQuerier() *heldQuerier {
-	return &heldQuerier{release: map[string]chan analysis.Result{}, started: make(chan string, 100)}
+	return &heldQuerier{release: map[string]chan analysis.Result{}, started: make(chan string, 100), cancelled: make(chan string, 100)}
 }
 
 func (q *heldQuerier) ch(query string) chan analysis.Result {
@@ -54,9 +54,7 @@ func (q *heldQuerier) Query(ctx context.Context, query string, _ time.Time) anal
 	case r := <-ch:
 		return r
 	case <-ctx.Done():
-		q.mu.Lock()
-		q.cancelled = append(q.cancelled, query)
-		q.mu.Unlock()
+		q.cancelled <- query
 		return analysis.Result{Err: ctx.Err()}
 	}
 }
@@ -67,13 +65,18 @@ func (q *heldQuerier) answer(query string, v float64) {
 
 func (q *heldQuerier) wait(t *testing.T, query string) {
 	t.Helper()
+	waitFor(t, q.started, query, "started")
+}
+
+func waitFor(t *testing.T, ch chan string, query, what string) {
+	t.Helper()
 	select {
-	case got := <-q.started:
+	case got := <-ch:
 		if got != query {
-			t.Fatalf("query %q started, want %q", got, query)
+			t.Fatalf("query %q %s, want %q", got, what, query)
 		}
 	case <-time.After(10 * time.Second):
-		t.Fatalf("query %q never started", query)
+		t.Fatalf("query %q never %s", query, what)
 	}
 }
 
@@ -158,8 +161,19 @@ func TestMeasurementsStale(t *testing.T) {
 	old, now := need(0, "old", time.Unix(1000, 0)), need(0, "new", time.Unix(2000, 0))
 	m.want(a, "uid-a", []decide.MeasureNeed{old})
 	q.wait(t, "old")
+	m.mu.Lock()
+	oldDone := m.dgds[a].by[old.Measure].done
+	m.mu.Unlock()
 	m.want(a, "uid-a", []decide.MeasureNeed{now})
 	q.wait(t, "new")
+	select {
+	case <-oldDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old query's goroutine never returned")
+	}
+	if queue.Len() != 0 {
+		t.Fatalf("the dropped measurement enqueued its DGD")
+	}
 	q.answer("new", 2)
 	if got := next(t, queue); got != a {
 		t.Fatalf("enqueued %v", got)
@@ -167,15 +181,7 @@ func TestMeasurementsStale(t *testing.T) {
 	if got := m.results(a, "uid-a"); len(got) != 1 || got[now.Measure].Value != 2 {
 		t.Fatalf("results %+v, want only the new measurement's", got)
 	}
-	q.mu.Lock()
-	cancelled := q.cancelled
-	q.mu.Unlock()
-	if len(cancelled) != 1 || cancelled[0] != "old" {
-		t.Fatalf("cancelled %v, want the old query", cancelled)
-	}
-	if queue.Len() != 0 {
-		t.Fatalf("%d more enqueued", queue.Len())
-	}
+	waitFor(t, q.cancelled, "old", "cancelled")
 }
 
 // TestMeasurementsForget: a DGD that is gone has its queries cancelled and nothing
@@ -186,23 +192,19 @@ func TestMeasurementsForget(t *testing.T) {
 	a := types.NamespacedName{Namespace: "ns", Name: "a"}
 	m.want(a, "uid-a", []decide.MeasureNeed{need(0, "q", time.Unix(1000, 0))})
 	q.wait(t, "q")
+	m.mu.Lock()
+	done := m.dgds[a].by[need(0, "q", time.Unix(1000, 0)).Measure].done
+	m.mu.Unlock()
 	m.forget(a)
 	if n, dgds := m.held(); n != 0 || dgds != 0 {
 		t.Fatalf("%d measurements of %d DGDs held after forget", n, dgds)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		q.mu.Lock()
-		running := q.running
-		q.mu.Unlock()
-		if running == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the forgotten DGD's query still runs")
-		}
-		time.Sleep(time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the forgotten DGD's measurement still runs")
 	}
+	waitFor(t, q.cancelled, "q", "cancelled")
 
 	m.want(a, "uid-a", []decide.MeasureNeed{need(0, "x", time.Unix(1000, 0))})
 	q.wait(t, "x")
