@@ -11,14 +11,18 @@
 //  2. decide (controllers/decide) is a pure function of the Snapshot: decide.Decide
 //     returns a decide.Decision, the writes in order, the status, the Events, the
 //     metrics and the next requeue. When it needs more than the Snapshot holds (a
-//     Grove workload's name, an analysis query due now, the pods the scheduler could
-//     not place) it says so in Decision.Needs; the reconciler reads that into the
-//     Snapshot (observeMore) and decides again.
+//     Grove workload's name, the pods the scheduler could not place) it says so in
+//     Decision.Needs; the reconciler reads that into the Snapshot (observeMore) and
+//     decides again. Analysis queries never hold a pass: the Snapshot holds the
+//     results already fetched, the Decision lists the measurements still due
+//     (Decision.Measure), and the measurement runner (measure.go) queries them in
+//     the background and enqueues the DGD when a result lands.
 //  3. execute (execute.go) makes the writes in order through the backends, the revision
 //     history and the client; the first that fails ends it, and the decide.Outcome says
 //     what was made. Decision.Conclude folds the Outcome into the status, and report
 //     (report.go) writes the status and emits the Events.
 //
-// setup.go registers the controller and its watches; metrics.go the operator's
-// metrics; unschedulable.go shares a namespace's unschedulable pods among its DGDs.
+// setup.go registers the controller and its watches (the runner's landed results
+// among them); metrics.go the operator's metrics; unschedulable.go shares a
+// namespace's unschedulable pods among its DGDs.
 package controllers

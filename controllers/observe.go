@@ -15,7 +15,6 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
-	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/controllers/decide"
 )
 
@@ -26,8 +25,8 @@ import (
 // workload whose cache is behind ends the reading there: the pass will act on nothing.
 func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) (*decide.Snapshot, error) {
 	s := &decide.Snapshot{DGD: dgd, Now: r.now(), Platform: r.Platform, Backends: r.Backends.Descriptions(),
-		Names: map[backends.Key]string{}, Measurements: map[decide.Measure]analysis.Result{}, Holders: map[decide.ObjectName]decide.Holder{},
-		CanListUnscheduled: r.APIReader != nil}
+		Names: map[backends.Key]string{}, CanListUnscheduled: r.APIReader != nil, Holders: map[decide.ObjectName]decide.Holder{},
+		Measurements: r.measurements().results(client.ObjectKeyFromObject(dgd), dgd.UID)}
 	pods, err := r.listPods(ctx, dgd)
 	if err != nil {
 		return nil, err
@@ -194,21 +193,14 @@ func (r *Reconciler) nameStable(dgd *v1alpha1.DynamoGraphDeployment, s *decide.S
 }
 
 // observeMore reads what a decision says it needs into the snapshot: the names of
-// workloads, the answers of the analysis queries due, the DGD's pods the scheduler
-// could not place, what holds the names its writes would create objects under.
+// workloads, the DGD's pods the scheduler could not place, what holds the names its
+// writes would create objects under.
 func (r *Reconciler) observeMore(ctx context.Context, s *decide.Snapshot, needs decide.Needs) error {
 	dgd := s.DGD
 	for _, n := range needs.Names {
 		if b := r.Backends.ByKind(n.Backend); b != nil {
 			s.Names[n.Key] = b.Name(dgd, n.Key)
 		}
-	}
-	q := r.Analysis
-	if q == nil {
-		q = analysis.NoPrometheus{}
-	}
-	for _, m := range needs.Measure {
-		s.Measurements[m.Measure] = q.Query(ctx, m.Query, s.Now)
 	}
 	for _, n := range needs.Holders {
 		h, err := r.holder(ctx, dgd.Namespace, n)

@@ -38,6 +38,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).V(1).Info("waiting for the cache to show the last write", "workload", d.Wait)
 		return ctrl.Result{RequeueAfter: expectationTTL}, nil
 	}
+	// The measurements due are queried off the pass; the result's landing starts
+	// another (measure.go).
+	r.measurements().want(req.NamespacedName, dgd.UID, d.Measure)
 	if l := log.FromContext(ctx).V(1); l.Enabled() {
 		l.Info("executing", "writes", writeStrings(d.Writes))
 	}
@@ -78,16 +81,17 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1alpha1.Dyna
 	return &dgd, nil
 }
 
-// forget drops what the operator keeps of a DGD that is gone: its metrics series and
-// its last status write's version.
+// forget drops what the operator keeps of a DGD that is gone: its metrics series, its
+// last status write's version and its analysis measurements (in flight ones cancelled).
 func (r *Reconciler) forget(req ctrl.Request) {
 	ForgetDGD(req.Namespace, req.Name)
 	r.statusRV.Delete(req.NamespacedName)
+	r.measurements().forget(req.NamespacedName)
 }
 
 // maxRounds bounds the rounds of observing more for one decision: each answers every
-// need the decision before it had, and a decision asks for at most a measurement of
-// each analysis step (32 at most), workload names and the unscheduled pods.
+// need the decision before it had, and a decision asks for workload names and the
+// unscheduled pods (analysis results are read before the first, never asked for).
 const maxRounds = 40
 
 // decide decides the pass from the snapshot, reading into it what the decision needs

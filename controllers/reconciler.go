@@ -42,6 +42,9 @@ type Reconciler struct {
 	// statusRV remembers, per DGD, the resourceVersion of the operator's last status
 	// write (see fresh).
 	statusRV sync.Map
+	// runner runs the analysis queries off the pass (measure.go), made on first use.
+	runner     *measurements
+	runnerOnce sync.Once
 }
 
 // +kubebuilder:rbac:groups=nvidia.com,resources=dynamographdeployments,verbs=get;list;watch;update;patch
@@ -60,6 +63,12 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
 // +kubebuilder:rbac:groups=nvidia.com,resources=dynamoworkermetadatas,verbs=get;list;watch;create;update;patch;delete
+
+// measurements is the reconciler's measurement runner, over r.Analysis.
+func (r *Reconciler) measurements() *measurements {
+	r.runnerOnce.Do(func() { r.runner = newMeasurements(r.Analysis, MaxQueries) })
+	return r.runner
+}
 
 func (r *Reconciler) now() time.Time {
 	if r.Now != nil {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
@@ -41,6 +42,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
 	b = r.watch(mgr, b)
+	// A landed analysis result enqueues its DGD (measure.go).
+	b = b.WatchesRawSource(source.Func(r.measurements().start))
 	if r.Middleware != nil {
 		return b.Complete(r.Middleware(r))
 	}

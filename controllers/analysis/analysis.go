@@ -65,11 +65,13 @@ type Metric struct {
 }
 
 // Result is what a query returned: Samples values (a scalar is one), the first of
-// them in Value; or Err.
+// them in Value; or Err. At is the instant the query was evaluated at (zero: the
+// caller's clock), which the measurement records.
 type Result struct {
 	Value   float64
 	Samples int
 	Err     error
+	At      time.Time
 }
 
 // Measurement is one evaluated query.

@@ -224,10 +224,21 @@ func (w *world) decideFor(t *testing.T) (*decide.Snapshot, decide.Decision) {
 		if d.Err != nil {
 			t.Fatalf("decision failed: %v", d.Err)
 		}
+		if len(d.Measure) > 0 && w.answer != nil {
+			// The answers to the queries due land before the next pass (the runner
+			// queries off the pass): the world decides again with them.
+			if s.Measurements == nil {
+				s.Measurements = map[decide.Measure]analysis.Result{}
+			}
+			for _, m := range d.Measure {
+				s.Measurements[m.Measure] = w.answer(m.Measure)
+			}
+			continue
+		}
 		if !d.Needs.Any() {
 			return s, d
 		}
-		if d.Needs.Unscheduled || len(d.Needs.Measure) > 0 && w.answer == nil {
+		if d.Needs.Unscheduled {
 			t.Fatalf("unexpected needs %+v", d.Needs)
 		}
 		if len(d.Needs.Holders) > 0 {
@@ -237,12 +248,6 @@ func (w *world) decideFor(t *testing.T) (*decide.Snapshot, decide.Decision) {
 			w.names[n.Key] = cliqueName(w.dgd.Name, n.Key)
 		}
 		s.Names = maps.Clone(w.names)
-		for _, m := range d.Needs.Measure {
-			if s.Measurements == nil {
-				s.Measurements = map[decide.Measure]analysis.Result{}
-			}
-			s.Measurements[m.Measure] = w.answer(m.Measure)
-		}
 	}
 	t.Fatalf("needs not met after 4 decisions")
 	return nil, decide.Decision{}
@@ -457,5 +462,73 @@ func TestDecideRecreateAnnounce(t *testing.T) {
 				t.Errorf("ready before %v: the next pass announces again", readyBefore)
 			}
 		}
+	}
+}
+
+// TestDecideMeasure: an analysis step's due measurement is listed (Decision.Measure)
+// and the step holds while its result is out, pass after pass under the same key; a
+// result filed under another measurement (another attempt, step start or index) is
+// not taken; the result of the measurement asked for is recorded at the instant its
+// query ran, and the next measurement is asked for under the next index.
+func TestDecideMeasure(t *testing.T) {
+	w := newWorld(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj())
+	w.settle(t)
+	interval := metav1.Duration{Duration: time.Minute}
+	w.dgd.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{Partition: ptr.To(intstr.FromString("50%"))},
+		{Analysis: &v1alpha1.RolloutAnalysis{Metrics: []v1alpha1.AnalysisMetric{{Name: "errors", Query: `errors{ns="{{.Canary.Namespace}}"}`,
+			SuccessCondition: "result < 0.05", Interval: &interval, Count: ptr.To[int32](2)}}}}}
+	newImage(w.dgd)
+	w.dgd.Generation++
+	var d decide.Decision
+	for range 10 {
+		if d = w.pass(t); len(d.Measure) > 0 {
+			break
+		}
+		w.apply(t, d, true)
+	}
+	if len(d.Measure) != 1 {
+		t.Fatalf("no measurement due after 10 passes: %+v", d.Measure)
+	}
+	asked := d.Measure[0]
+	if asked.Metric != "errors" || asked.Step != 1 || asked.Index != 0 || asked.Revision != 2 || asked.Attempt != 1 ||
+		!strings.HasPrefix(asked.Query, `errors{ns="ns-g-`) || !asked.At.Equal(w.now) {
+		t.Fatalf("due %+v", asked)
+	}
+	if len(d.Measured) != 0 || d.Requeue <= 0 || d.Requeue > decide.MeasureRecheck {
+		t.Fatalf("measured %v, requeue %s: want nothing measured and a recheck within %s", d.Measured, d.Requeue, decide.MeasureRecheck)
+	}
+	w.apply(t, d, true)
+	ran := w.now.Add(-time.Second)
+
+	for name, k := range map[string]func(*decide.Measure){
+		"another attempt":    func(m *decide.Measure) { m.Attempt++ },
+		"another step start": func(m *decide.Measure) { m.Start-- },
+		"another index":      func(m *decide.Measure) { m.Index++ },
+		"another query":      func(m *decide.Measure) { m.Query += " " },
+	} {
+		s := w.snapshot()
+		stale := asked.Measure
+		k(&stale)
+		s.Measurements = map[decide.Measure]analysis.Result{stale: {Value: 0.5, Samples: 1, At: ran}}
+		d := decide.Decide(s)
+		if len(d.Measured) != 0 || len(d.Measure) != 1 || d.Measure[0].Measure != asked.Measure {
+			t.Fatalf("%s: measured %v, due %+v: want nothing taken and the same measurement due", name, d.Measured, d.Measure)
+		}
+	}
+
+	s := w.snapshot()
+	s.Measurements = map[decide.Measure]analysis.Result{asked.Measure: {Value: 0.01, Samples: 1, At: ran}}
+	d = decide.Decide(s)
+	if len(d.Measured) != 1 || d.Measured[0].Measurement.Phase != analysis.Successful || !d.Measured[0].Measurement.At.Equal(ran) {
+		t.Fatalf("measured %+v: want one successful measurement at %s", d.Measured, ran)
+	}
+	if len(d.Measure) != 0 {
+		t.Fatalf("due %+v before the interval has passed", d.Measure)
+	}
+	w.apply(t, d, true)
+	w.now = ran.Add(interval.Duration)
+	d = w.pass(t)
+	if len(d.Measure) != 1 || d.Measure[0].Index != 1 || d.Measure[0].Start != asked.Start {
+		t.Fatalf("due %+v: want the second measurement of the same step", d.Measure)
 	}
 }

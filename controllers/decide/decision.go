@@ -41,6 +41,11 @@ type Decision struct {
 	Metrics Metrics
 	// Measured are the analysis measurements the pass took (for the log).
 	Measured []Measured
+	// Measure are the analysis measurements due now that the snapshot holds no result
+	// for: the reconciler's measurement runner queries them off the pass
+	// (controllers/measure.go), and a pass after the result lands takes it from
+	// Snapshot.Measurements. The runner holds what the last pass listed, nothing more.
+	Measure []MeasureNeed
 	// Requeue is the soonest pass any part of this one asked for (0: none).
 	Requeue time.Duration
 	// Err, when set, fails the pass after its Writes: it is retried with backoff and
@@ -56,8 +61,6 @@ type Needs struct {
 	// Names are workloads of a backend whose names depend on the cluster (Grove) that
 	// the pass names: Backend.Name of each, into Snapshot.Names.
 	Names []NameNeed
-	// Measure are analysis queries due now, into Snapshot.Measurements.
-	Measure []MeasureNeed
 	// Unscheduled asks for the DGD's pods the scheduler could not place.
 	Unscheduled bool
 	// Holders are names the decision's writes would create objects under, into
@@ -71,15 +74,16 @@ type NameNeed struct {
 	Key     backends.Key
 }
 
-// MeasureNeed is an analysis query due now.
+// MeasureNeed is an analysis measurement due now: its query is run at At (the pass's
+// clock when it was first found due), which the measurement records.
 type MeasureNeed struct {
 	Measure
-	Query string
+	At time.Time
 }
 
 // Any reports whether anything is needed.
 func (n Needs) Any() bool {
-	return len(n.Names) > 0 || len(n.Measure) > 0 || n.Unscheduled || len(n.Holders) > 0
+	return len(n.Names) > 0 || n.Unscheduled || len(n.Holders) > 0
 }
 
 // Metrics are what a pass records in the operator's metrics.

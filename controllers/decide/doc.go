@@ -14,7 +14,8 @@
 //     workload replaced side by side retired once its successor is ready;
 //   - abort.go: an abort or retry resolved, and the goal revision chosen;
 //   - stepped.go, book.go: spec.rollout.steps run by controllers/steps, analysis
-//     measurements asked for (Needs.Measure) and recorded;
+//     results the snapshot holds recorded and the measurements still due listed
+//     (Decision.Measure: queried off the pass, taken by a later one);
 //   - rollout.go, input.go: the planner's plan turned into ordered writes (decreases,
 //     then increases, then cleanup), and the workloads the pass leaves;
 //   - services.go: the discovery Services and those to prune;

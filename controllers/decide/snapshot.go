@@ -44,8 +44,8 @@ type Snapshot struct {
 	// Names are workload names a backend that reads the cluster to name them (Grove)
 	// gave, by key: the stable services' always, others as Decide asked (Needs.Names).
 	Names map[backends.Key]string
-	// Measurements are the answers to the analysis queries Decide asked for
-	// (Needs.Measure), by step and metric.
+	// Measurements are the results of the analysis queries earlier passes listed as due
+	// (Decision.Measure) that have landed, by the measurement each was asked for.
 	Measurements map[Measure]analysis.Result
 	// Unscheduled are the DGD's pods the scheduler could not place, once looked for
 	// (Needs.Unscheduled; nil before); UnscheduledListed says the list was read.
@@ -99,8 +99,18 @@ type UnscheduledPod struct {
 	Message string
 }
 
-// Measure names one measurement of an analysis step: the metric of step Step.
+// Measure names one measurement of an analysis step: the rollout (the update
+// revision and its attempt), the step (its index, and when it started in Unix seconds
+// as the status records it), the metric, which of its measurements (Index: how many
+// were recorded before it, errors included) and the query as rendered. A result is
+// taken only by the measurement it was asked for: a rollout restarted or retried, a
+// step changed, a query edited or a measurement recorded since make another Measure.
 type Measure struct {
-	Step   int
-	Metric string
+	Revision int64
+	Attempt  int32
+	Step     int
+	Start    int64
+	Metric   string
+	Index    int32
+	Query    string
 }

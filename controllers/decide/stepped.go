@@ -23,9 +23,10 @@ import (
 // machine (package steps) runs on the observed workloads with the planner's phase for
 // each candidate hold, the step state the status recorded for the same worker rollout,
 // the clock, the user's promotion (AnnotationPromote) and the measurements of an
-// analysis step. When the machine says metrics are due, their answers are taken from
-// the snapshot and the machine runs again with them; an answer the snapshot lacks is
-// asked for (Needs.Measure) and the pass decides again once it has it. Without steps
+// analysis step. When the machine says metrics are due, the results the snapshot holds
+// for them are recorded and the machine runs again with them; a result the snapshot
+// lacks is listed as due (Decision.Measure) and the step holds as it is until a later
+// pass has it: no pass waits for Prometheus. Without steps
 // the hold is nil and the spec's partition and paused apply as they are; an aborted
 // rollout runs no step. A failed analysis aborts the rollout (a.abort).
 func runSteps(v *view, h *history, a *attempt, d *draft) (stepped, error) {
@@ -38,9 +39,9 @@ func runSteps(v *view, h *history, a *attempt, d *draft) (stepped, error) {
 		return stepped{}, err
 	}
 	in, book := stepsInput(v, h, *a, list, d)
-	out, ended, ok := runMachine(v, h, in, book, d)
+	out, ended, ok := runMachine(v, h, *a, in, book, d)
 	if !ok {
-		return stepped{}, nil // measurements due: the pass decides again with them
+		return stepped{}, nil // workload names needed: the pass decides again with them
 	}
 	out.Ended = ended
 	out.State.Start = out.State.Start.Truncate(time.Second) // as status.rollingUpdate stores it
@@ -51,6 +52,11 @@ func runSteps(v *view, h *history, a *attempt, d *draft) (stepped, error) {
 	}
 	if !out.RequeueAt.IsZero() {
 		d.requeueIn(out.RequeueAt.Sub(v.Now) + 100*time.Millisecond)
+	}
+	if len(d.Measure) > 0 {
+		// A landing result starts a pass (the runner enqueues the DGD); this one comes
+		// if nothing else does, once every query has had its time.
+		d.requeueIn(MeasureRecheck)
 	}
 	return stepped{hold: &out, analyses: book.statuses(), count: len(list)}, nil
 }
@@ -90,21 +96,29 @@ func stepsInput(v *view, h *history, a attempt, list []steps.Step, d *draft) (st
 	return in, book
 }
 
-// runMachine runs the step machine until no measurement is due, each run measuring one
-// analysis step (a step never runs twice), and returns its last output and every step
-// that ended; false when a measurement is due that the snapshot has no answer to.
-func runMachine(v *view, h *history, in steps.Input, book *analysisBook, d *draft) (steps.Output, []string, bool) {
+// runMachine runs the step machine until no measurement is due or none of those due
+// has a result yet, each run recording what the snapshot holds of one analysis step
+// (a step's metrics may take more than one run when some results are still out), and
+// returns its last output and every step that ended; false when the queries need
+// workload names first (Needs.Names). The measurements the last run found due without
+// a result are the Decision's Measure.
+func runMachine(v *view, h *history, a attempt, in steps.Input, book *analysisBook, d *draft) (steps.Output, []string, bool) {
 	var out steps.Output
 	var ended []string
-	for range len(in.Steps) + 1 {
+	for range len(in.Steps) + len(v.Measurements) + 1 {
 		out = steps.Run(in)
 		ended = append(ended, out.Ended...)
 		book.judged(out.Analyses)
 		if len(out.Due) == 0 {
 			break
 		}
-		if !measure(v, h, d, book, out.State, out.Due) {
+		recorded, due := measure(v, h, a, d, book, out.State, out.Due)
+		if len(v.needs.Names) > 0 {
 			return out, ended, false
+		}
+		if !recorded {
+			d.Measure = due
+			break
 		}
 		in.State, in.Tallies = out.State, book.tallies(out.State)
 	}
@@ -126,44 +140,48 @@ func stepEvents(h *history, d *draft, out steps.Output, book *analysisBook, coun
 	}
 }
 
-// measure evaluates every due metric of the analysis step at state from the snapshot's
-// answers and records the measurements in book; it asks for the answers it lacks
-// (Needs.Measure) and reports false then.
-func measure(v *view, h *history, d *draft, book *analysisBook, state steps.State, due []analysis.Metric) bool {
+// measure records, for every due metric of the analysis step at state, the
+// measurement of the result the snapshot holds for it (a query that does not render
+// is an Error measurement at once), and returns whether it recorded any and the
+// measurements due that have no result yet. Nothing is measured while the queries
+// need workload names (Needs.Names).
+func measure(v *view, h *history, a attempt, d *draft, book *analysisBook, state steps.State, due []analysis.Metric) (bool, []MeasureNeed) {
 	vars := analysisVars(v, h)
 	if len(v.needs.Names) > 0 {
-		return false // the queries name the workloads
+		return false, nil // the queries name the workloads
 	}
-	type taken struct {
-		m     analysis.Metric
-		query string
-		r     analysis.Result
-	}
-	var all []taken
+	tallies := book.tallies(state)
+	recorded := false
+	var missing []MeasureNeed
 	for _, m := range due {
 		query, err := analysis.Render(m.Query, vars)
 		r := analysis.Result{Err: err}
 		if err == nil {
-			key := Measure{Step: state.Index, Metric: m.Name}
+			t := tallies[m.Name]
+			key := Measure{Revision: h.update.Number, Attempt: a.number, Step: state.Index, Start: state.Start.Unix(),
+				Metric: m.Name, Index: t.Count() + t.Errors, Query: query}
 			answer, ok := v.Measurements[key]
 			if !ok {
-				v.needs.Measure = append(v.needs.Measure, MeasureNeed{Measure: key, Query: query})
+				missing = append(missing, MeasureNeed{Measure: key, At: v.Now})
 				continue
 			}
 			r = answer
 		}
-		all = append(all, taken{m, query, r})
+		at := r.At
+		if at.IsZero() {
+			at = v.Now
+		}
+		meas := analysis.Evaluate(m, r, at)
+		book.add(state, m.Name, meas)
+		d.Measured = append(d.Measured, Measured{Metric: m.Name, Query: query, Measurement: meas})
+		recorded = true
 	}
-	if len(v.needs.Measure) > 0 {
-		return false
-	}
-	for _, t := range all {
-		meas := analysis.Evaluate(t.m, t.r, v.Now)
-		book.add(state, t.m.Name, meas)
-		d.Measured = append(d.Measured, Measured{Metric: t.m.Name, Query: t.query, Measurement: meas})
-	}
-	return true
+	return recorded, missing
 }
+
+// MeasureRecheck is when a pass that left measurements due looks again if no result
+// has started one: a query ends within analysis.QueryTimeout.
+const MeasureRecheck = analysis.QueryTimeout + 2*time.Second
 
 // analysisVars are the template variables of this pass's queries: the update revision
 // as the canary, the revision every worker was on before the rollout as the stable.

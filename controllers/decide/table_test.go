@@ -122,6 +122,9 @@ func printCase(b *strings.Builder, c tcase, seen map[string]bool) {
 	if d.Err != nil {
 		fmt.Fprintf(b, "  error: %v\n", d.Err)
 	}
+	for _, m := range d.Measure {
+		fmt.Fprintf(b, "  measurement due: step %d metric %s #%d: %s\n", m.Step, m.Metric, m.Index, m.Query)
+	}
 	for _, w := range d.Writes {
 		fmt.Fprintf(b, "  write %s\n", w)
 		if w.Op == decide.AnnounceStatus {
@@ -201,9 +204,6 @@ func showOutcome(o decide.Outcome) string {
 func printNeeds(b *strings.Builder, n decide.Needs) {
 	for _, nn := range n.Names {
 		fmt.Fprintf(b, "  needs the name of %s %s/%s\n", nn.Backend, nn.Key.Service, nn.Key.Hash)
-	}
-	for _, m := range n.Measure {
-		fmt.Fprintf(b, "  needs measurement step %d metric %s: %s\n", m.Step, m.Metric, m.Query)
 	}
 	if n.Unscheduled {
 		b.WriteString("  needs the unscheduled pods\n")

@@ -237,12 +237,31 @@ func (e *Env) OperatorWrites(since time.Time, ns string) []string {
 
 // PassesSince counts the reconcile passes of DGD ns/name that started after t and
 // have returned.
-func (e *Env) PassesSince(ns, name string, t time.Time) int { return e.passes.since(ns+"/"+name, t) }
+func (e *Env) PassesSince(ns, name string, t time.Time) int {
+	return len(e.passes.since(ns+"/"+name, t))
+}
+
+// LongestPassSince is the longest of the reconcile passes of DGD ns/name that started
+// after t and have returned, and how many there were.
+func (e *Env) LongestPassSince(ns, name string, t time.Time) (time.Duration, int) {
+	var longest time.Duration
+	passes := e.passes.since(ns+"/"+name, t)
+	for _, p := range passes {
+		longest = max(longest, p.took)
+	}
+	return longest, len(passes)
+}
 
 // passLog records the operator's reconcile passes per DGD (app.Options.Middleware).
 type passLog struct {
 	mu     sync.Mutex
-	starts map[string][]time.Time // DGD -> start of every pass that returned
+	passes map[string][]pass // DGD -> every pass that returned
+}
+
+// pass is one reconcile pass: when it started and how long it took.
+type pass struct {
+	start time.Time
+	took  time.Duration
 }
 
 func (l *passLog) wrap(r reconcile.Reconciler) reconcile.Reconciler {
@@ -251,24 +270,24 @@ func (l *passLog) wrap(r reconcile.Reconciler) reconcile.Reconciler {
 		res, err := r.Reconcile(ctx, req)
 		l.mu.Lock()
 		defer l.mu.Unlock()
-		if l.starts == nil {
-			l.starts = map[string][]time.Time{}
+		if l.passes == nil {
+			l.passes = map[string][]pass{}
 		}
-		l.starts[req.String()] = append(l.starts[req.String()], start)
+		l.passes[req.String()] = append(l.passes[req.String()], pass{start: start, took: time.Since(start)})
 		return res, err
 	})
 }
 
-func (l *passLog) since(key string, t time.Time) int {
+func (l *passLog) since(key string, t time.Time) []pass {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	n := 0
-	for _, s := range l.starts[key] {
-		if s.After(t) {
-			n++
+	var out []pass
+	for _, p := range l.passes[key] {
+		if p.start.After(t) {
+			out = append(out, p)
 		}
 	}
-	return n
+	return out
 }
 
 func (e *Env) stopWith(err error) error {

@@ -10,11 +10,13 @@ import (
 	. "github.com/onsi/gomega"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/prom"
 )
 
 // errorRate is an analysis step whose one metric, "errors", compares the canary's
@@ -223,6 +225,66 @@ var _ = Describe("analysis steps and aborts", func() {
 		_, err = env.Drive(ctx, ns, "blind", -1, 20, harness.CompletedAt(2))
 		Expect(err).NotTo(HaveOccurred())
 		Expect(env.Metrics.Queries()).To(HaveLen(asked), "an inconclusive analysis measures no more")
+	})
+
+	It("query off the pass: a Prometheus that never answers one DGD's analysis holds none of its passes, and another DGD rolls out meanwhile", func() {
+		// The operator has one Prometheus for every DGD (--prometheus-url) and an
+		// analysis cannot name its own (spec.rollout.steps[].analysis has no address):
+		// the queries of "held" carry a marker that routes them, through the real
+		// Prometheus client and its default timeout, to a server that accepts the
+		// connection and never answers.
+		hole, err := prom.StartBlackhole()
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(hole.Close)
+		client, err := analysis.NewPrometheus(hole.URL)
+		Expect(err).NotTo(HaveOccurred())
+		const marker = `blackholed="yes"`
+		env.Metrics.Route(marker, client)
+		DeferCleanup(func() { env.Metrics.Route(marker, nil) })
+
+		ns := newNamespace()
+		step := errorRate(2, 0)
+		step.Analysis.Metrics[0].Query = `error_ratio{dynamo_namespace="{{.Canary.MetricsNamespace}}",` + marker + `}`
+		step.Analysis.Metrics[0].ConsecutiveErrorLimit = ptr.To[int32](0)
+		deployCanary(ns, "held", step)
+		first := deploy(harness.NewDGD(ns, "free").Disagg(2, 1, "vllm:v1").Obj())
+
+		By("held's analysis step asks for its measurement: the query hangs at the blackhole")
+		since := time.Now()
+		update(ns, "held", harness.Image("vllm:v2"))
+		_, err = env.Drive(ctx, ns, "held", -1, 20, harness.PhaseIs(v1alpha1.RolloutPaused, v1alpha1.ReasonAnalysisRunning))
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(hole.Accepted).Should(BeNumerically(">=", 1))
+		hung := time.Now()
+
+		By("free rolls out to its new revision while held's query still hangs")
+		update(ns, "free", harness.Image("vllm:v2"))
+		steps, err := env.Drive(ctx, ns, "free", -1, 30, harness.CompletedAt(2))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(steps[len(steps)-1].Hashes()).NotTo(ContainElement(first.UpdateHash()))
+		took := time.Since(hung)
+		held := getDGD(ns, "held").Status.RollingUpdate
+		Expect(held.Reason).To(Equal(v1alpha1.ReasonAnalysisRunning))
+		Expect(held.Analyses).To(HaveLen(1))
+		Expect(held.Analyses[0].Metrics).To(ConsistOf(And(HaveField("Phase", v1alpha1.AnalysisRunning), HaveField("Error", int32(0)),
+			HaveField("Measurements", BeEmpty()))), "no measurement of held recorded yet: its query still hangs")
+		Expect(took).To(BeNumerically("<", analysis.QueryTimeout), "free's whole rollout ran within one query's timeout")
+		longest, passes := env.LongestPassSince(ns, "held", since)
+		GinkgoWriter.Printf("free rolled out in %s while held's query hung; held's longest of %d passes took %s\n", took, passes, longest)
+		Expect(passes).To(BeNumerically(">=", 1))
+		Expect(longest).To(BeNumerically("<", 2*time.Second), "no pass of held waits for its query")
+
+		By("the query times out: held's analysis records the error and, past consecutiveErrorLimit 0, is inconclusive")
+		Eventually(func() *v1alpha1.RollingUpdateStatus { return getDGD(ns, "held").Status.RollingUpdate }).
+			WithTimeout(analysis.QueryTimeout + 20*time.Second).Should(And(
+			HaveField("Reason", v1alpha1.ReasonAnalysisInconclusive),
+			HaveField("Message", ContainSubstring("1 queries in a row erred, more than consecutiveErrorLimit 0; last: querying Prometheus"))))
+		ru := getDGD(ns, "held").Status.RollingUpdate
+		Expect(ru.Analyses[0].Metrics[0].Error).To(Equal(int32(1)))
+		Expect(ru.Analyses[0].Metrics[0].Measurements[0].Message).To(ContainSubstring("deadline"))
+		Expect(ru.Analyses[0].Metrics[0].Measurements[0].Time.Time).To(BeTemporally("<", hung), "recorded at the instant its query was asked for")
+		longest, _ = env.LongestPassSince(ns, "held", since)
+		Expect(longest).To(BeNumerically("<", 2*time.Second))
 	})
 
 	It("start the steps again for a newer revision made during an analysis, draining the one under analysis", func() {
