@@ -21,6 +21,10 @@ func Decide(s *Snapshot) Decision {
 	case s.Stale != "":
 		return Decision{Wait: s.Stale, Metrics: d.Metrics}
 	}
+	if msg := dynamoActive(s); msg != "" {
+		d.requeueIn(DynamoRecheck)
+		return stop(s, d, v1alpha1.ReasonDynamoOperatorActive, msg)
+	}
 	relabel(v, d)
 	h, err := syncHistory(v, d)
 	if err != nil {
