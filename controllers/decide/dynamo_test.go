@@ -1,13 +1,10 @@
 package decide_test
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -173,21 +170,7 @@ func TestDecideDynamoHandover(t *testing.T) {
 		t.Errorf("Dynamo's frontend Service was not adopted: %v", h.objects.Services)
 	}
 	got = append(got, summary(h.dgd.Status))
-	file := filepath.Join("testdata", "dynamo-handover.golden")
-	text := strings.Join(got, "\n") + "\n"
-	if *update {
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (go test -run TestDecideDynamoHandover -update writes it)", err)
-	}
-	if diff := cmp.Diff(string(want), text); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", file, diff)
-	}
+	golden(t, "dynamo-handover", got)
 }
 
 // TestDecideDynamoActive: while Dynamo's operator may still act on the graph (no Lease,
