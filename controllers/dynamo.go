@@ -126,6 +126,21 @@ func dynamoWorkload(dep *appsv1.Deployment, counts map[backends.Key]int32) decid
 	}}
 }
 
+// runsPods is the backend whose pods w's are like: its own, or for one of Dynamo's
+// workloads (backend decide.DynamoBackend, which no backend manages) the backend of its
+// kind, since Dynamo's worker Deployments run their runtime in every pod as ours do. nil
+// when no backend runs that kind. Without it, discovery (routable) would find none of
+// Dynamo's pods routable and lower its workloads' ready counts to zero: the planner
+// would then see an old revision with nothing ready and drain it at once, before ours
+// is ready (the e2e "Moving over" caught that: Dynamo's workers deleted in the first
+// pass after the Lease).
+func (r *Reconciler) runsPods(w decide.Workload) backends.Backend {
+	if w.Backend == decide.DynamoBackend {
+		return r.Backends.ByKind(w.Kind)
+	}
+	return r.Backends.ByKind(w.Backend)
+}
+
 // listDCDs lists Dynamo's DCDs of dgd (metadata only) in the first version the cluster
 // serves; none when it serves none (Dynamo's CRDs are not installed).
 func (r *Reconciler) listDCDs(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]metav1.PartialObjectMetadata, schema.GroupVersionKind, error) {
