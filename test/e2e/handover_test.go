@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"maps"
 	"path/filepath"
 	"strings"
 	"time"
@@ -30,17 +31,15 @@ import (
 // DYNAMO-V1BETA1.md §3).
 const dynamoWorkerHash = "d1a2b3c4"
 
+// dynamoAPIVersion is the version of Dynamo's API its operator writes objects and owner
+// references in (v1beta1: DYNAMO-V1BETA1.md §1, controllers on v1beta1 since PR #9235).
+const dynamoAPIVersion = "nvidia.com/v1beta1"
+
 // The hand-over from Dynamo's operator (issue 25 item 4; README "Moving over from
 // Dynamo's operator"): the spec plays what Dynamo's operator made for a running DGD, then
 // lets ours take it over, under the invariant watcher and the Dynamo observer.
 var _ = Describe("Moving over from Dynamo's operator", func() {
-	// Pending: on its first runs (Nov 27) Dynamo's worker pods were deleted before ours were
-	// ready (availability and zero-routable violations), although Decide holds Dynamo's
-	// workers at that state (controllers/decide TestDecideDynamoHandover, and the same
-	// graph at 1 replica with our pods unready). Not yet found: who deletes them (the
-	// garbage collector and Dynamo's DCDs installed just before are the first suspects;
-	// see /work/notes/d25hand-note.md).
-	PIt("rolls the first revision out beside Dynamo's workloads, then removes them, never without a ready frontend or routable workers", func() {
+	It("rolls the first revision out beside Dynamo's workloads, then removes them, never without a ready frontend or routable workers", func() {
 		Expect(cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "test", "testdata", "dynamo-dcd"))).To(Succeed())
 		ns := newNamespace()
 		obj := harness.NewDGD(ns, "g").Disagg(1, 1, "img:1").Rollout("1", "0").Obj()
@@ -105,7 +104,7 @@ var _ = Describe("Moving over from Dynamo's operator", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &svc)).To(Succeed())
 			g.Expect(svc.UID).To(Equal(frontendSvc.UID), "the frontend Service is adopted, never deleted")
 			g.Expect(metav1.IsControlledBy(&svc, d)).To(BeTrue())
-			for _, name := range []string{"g-decode", "g-prefill"} {
+			for _, name := range []string{"g-decode-" + dynamoWorkerHash, "g-prefill-" + dynamoWorkerHash} {
 				err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Service{})
 				g.Expect(client.IgnoreNotFound(err)).To(Succeed())
 				g.Expect(err).To(HaveOccurred(), "Dynamo's Service %s is gone", name)
@@ -115,7 +114,12 @@ var _ = Describe("Moving over from Dynamo's operator", func() {
 })
 
 // dynamoObjects creates what Dynamo's operator makes for dgd on its component pathway
-// (ai-dynamo/dynamo deploy/operator; i25-handover-facts.md §1a, §1c):
+// (ai-dynamo/dynamo deploy/operator; i25-handover-facts.md §1a, §1c), in the order it
+// makes them (the DGD's discovery RBAC first: dgdDiscoveryReconciler runs before the
+// component workloads, whose pods use that ServiceAccount):
+//   - the discovery ServiceAccount, Role and RoleBinding (internal/discovery
+//     GetK8sDiscoveryServiceAccount, -Role, -RoleBinding), labelled managed-by
+//     dynamo-operator, controlled by the DGD;
 //   - a DCD per component (internal/dynamo/graph.go GenerateDynamoComponentsDeployments):
 //     `<dgd>-<lower(component)>`, workers `-<worker hash>`, labelled with the component, the
 //     Dynamo namespace and the DGD's name (workers also the worker hash), carrying
@@ -125,20 +129,35 @@ var _ = Describe("Moving over from Dynamo's operator", func() {
 //     DCD's name and labels, selector nvidia.com/selector=<dcd name>, RollingUpdate
 //     25%/25%, the pod of DYNAMO.md (rendered here by render, which follows it), controlled
 //     by the DCD;
-//   - its Service (GenerateComponentService, DYNAMO.md "Services"): `<dgd>-<component>`,
-//     ClusterIP, selecting component type, Dynamo namespace and component, with the two
-//     discovery labels, controlled by the DCD;
-//   - the discovery ServiceAccount, Role and RoleBinding (internal/discovery
-//     GetK8sDiscoveryServiceAccount, -Role, -RoleBinding), labelled managed-by
-//     dynamo-operator, controlled by the DGD.
+//   - its Service (internal/controller dcdWorkloadRenderer.generateService ->
+//     internal/dynamo/graph.go GenerateComponentService): named after the DCD (so a
+//     worker's carries the worker hash), labelled with the DCD's labels
+//     (GetDCDKubeLabels) and the two discovery labels, ClusterIP, selecting component
+//     type, Dynamo namespace and component, controlled by the DCD.
 //
-// None carries our managed-by label.
+// Owner references name API version nvidia.com/v1beta1: Dynamo's controllers read and
+// write v1beta1 objects since PR #9235 (DYNAMO-V1BETA1.md §1), and SetControllerReference
+// takes the owner's version from them. None carries our managed-by label.
 func dynamoObjects(dgd *v1alpha1.DynamoGraphDeployment) {
 	ns := dgd.Namespace
 	ctrlRef := func(apiVersion, kind, name string, uid types.UID) []metav1.OwnerReference {
 		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
 	}
-	dgdRef := ctrlRef("nvidia.com/v1alpha1", "DynamoGraphDeployment", dgd.Name, dgd.UID)
+	dgdRef := ctrlRef(dynamoAPIVersion, "DynamoGraphDeployment", dgd.Name, dgd.UID)
+	sa := render.DiscoveryServiceAccount(dgd.Name)
+	rbacLabels := func(name string) map[string]string {
+		return map[string]string{"app.kubernetes.io/managed-by": "dynamo-operator", "app.kubernetes.io/component": "rbac", "app.kubernetes.io/name": name}
+	}
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa, Labels: rbacLabels(sa), OwnerReferences: dgdRef}})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-role", Labels: rbacLabels(sa), OwnerReferences: dgdRef},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints", "pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"nvidia.com"}, Resources: []string{"dynamoworkermetadatas"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
+		}})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-binding", Labels: rbacLabels(sa), OwnerReferences: dgdRef},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa + "-role"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})).To(Succeed())
 	for _, name := range dgd.ServiceNames() {
 		spec := dgd.Spec.Services[name]
 		hash := ""
@@ -157,7 +176,7 @@ func dynamoObjects(dgd *v1alpha1.DynamoGraphDeployment) {
 			labels[v1alpha1.LabelComponentType] = spec.ComponentType
 		}
 		dcd := &unstructured.Unstructured{}
-		dcd.SetAPIVersion("nvidia.com/v1alpha1")
+		dcd.SetAPIVersion(dynamoAPIVersion)
 		dcd.SetKind(decide.DCDKind)
 		dcd.SetNamespace(ns)
 		dcd.SetName(dcdName)
@@ -166,7 +185,7 @@ func dynamoObjects(dgd *v1alpha1.DynamoGraphDeployment) {
 		dcd.SetAnnotations(map[string]string{"nvidia.com/last-applied-generation": "1"})
 		dcd.SetOwnerReferences(dgdRef)
 		Expect(k8s.Create(ctx, dcd)).To(Succeed())
-		dcdRef := ctrlRef("nvidia.com/v1alpha1", decide.DCDKind, dcdName, dcd.GetUID())
+		dcdRef := ctrlRef(dynamoAPIVersion, decide.DCDKind, dcdName, dcd.GetUID())
 
 		pod, err := render.Component{DGD: dgd, Name: name, Spec: spec, Hash: hash}.Pod(render.RoleMain, nil)
 		Expect(err).NotTo(HaveOccurred())
@@ -182,31 +201,18 @@ func dynamoObjects(dgd *v1alpha1.DynamoGraphDeployment) {
 				Template: pod},
 		})).To(Succeed())
 
-		svcName := dgd.Name + "-" + strings.ToLower(name)
+		svcName := dcdName // generateService: ServiceName dcd.Name
+		svcLabels := maps.Clone(labels)
+		svcLabels[render.LabelDiscoveryBackend], svcLabels[render.LabelDiscoveryEnabled] = render.DiscoveryKubernetes, "true"
 		port := corev1.ServicePort{Name: render.PortNameSystem, Port: render.PortSystem, TargetPort: intstr.FromString(render.PortNameSystem), Protocol: corev1.ProtocolTCP}
 		if spec.ComponentType == v1alpha1.ComponentTypeFrontend {
 			port = corev1.ServicePort{Name: render.PortNameHTTP, Port: render.PortHTTP, TargetPort: intstr.FromString(render.PortNameHTTP), Protocol: corev1.ProtocolTCP}
 		}
 		Expect(k8s.Create(ctx, &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcName, OwnerReferences: dcdRef, Labels: map[string]string{
-				v1alpha1.LabelGraph: dgd.Name, render.LabelDiscoveryBackend: render.DiscoveryKubernetes, render.LabelDiscoveryEnabled: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcName, OwnerReferences: dcdRef, Labels: svcLabels},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{port}, Selector: map[string]string{
 				v1alpha1.LabelComponentType: spec.ComponentType, render.LabelDynamoNamespace: render.DynamoNamespace(dgd), v1alpha1.LabelService: name}},
 		})).To(Succeed())
 	}
-	sa := render.DiscoveryServiceAccount(dgd.Name)
-	rbacLabels := func(name string) map[string]string {
-		return map[string]string{"app.kubernetes.io/managed-by": "dynamo-operator", "app.kubernetes.io/component": "rbac", "app.kubernetes.io/name": name}
-	}
-	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa, Labels: rbacLabels(sa), OwnerReferences: dgdRef}})).To(Succeed())
-	Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-role", Labels: rbacLabels(sa), OwnerReferences: dgdRef},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"endpoints", "pods"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"nvidia.com"}, Resources: []string{"dynamoworkermetadatas"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
-		}})).To(Succeed())
-	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-binding", Labels: rbacLabels(sa), OwnerReferences: dgdRef},
-		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa + "-role"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})).To(Succeed())
 	GinkgoWriter.Printf("created Dynamo's objects of %s/%s\n", ns, dgd.Name)
 }
