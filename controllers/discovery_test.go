@@ -40,3 +40,21 @@ func TestRoutableCountsDynamoWorkloads(t *testing.T) {
 		t.Fatalf("routable %v: want 1 of Dynamo's (its endpoint ready) and 1 of ours", got)
 	}
 }
+
+// Only a pod without any managed-by label is taken for one of Dynamo's operator: our
+// pods on Grove carry managed-by grove-operator (Grove's labels win over the template's)
+// and must not make a DGD wait for Dynamo's operator to be stopped.
+func TestDynamoPod(t *testing.T) {
+	for _, c := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{v1alpha1.LabelGraph: "g"}, true},
+		{map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}, false},
+		{map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelManagedBy: "grove-operator"}, false},
+	} {
+		if got := dynamoPod(c.labels); got != c.want {
+			t.Errorf("dynamoPod(%v) = %v, want %v", c.labels, got, c.want)
+		}
+	}
+}

@@ -29,8 +29,8 @@ import (
 // observe reads of Dynamo's objects and how execute writes them. Dynamo's objects carry
 // none of our labels, so the cache (cmd/manager/app CacheOptions) never holds them: they
 // are read past it, and only for a DGD that shows a sign of Dynamo's operator (its
-// finalizer on the DGD, or a pod of the DGD that is not ours), so a DGD that never ran
-// under Dynamo's operator costs nothing.
+// finalizer on the DGD, or a pod of the DGD that Dynamo's operator made: dynamoPod), so a
+// DGD that never ran under Dynamo's operator costs nothing.
 
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
 // +kubebuilder:rbac:groups=nvidia.com,resources=dynamocomponentdeployments,verbs=get;list;patch;delete
@@ -47,7 +47,7 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	counts map[backends.Key]int32) (*decide.Dynamo, []decide.Workload, error) {
 	theirs := 0
 	for i := range pods {
-		if pods[i].Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+		if dynamoPod(pods[i].Labels) {
 			theirs++
 		}
 	}
@@ -97,6 +97,17 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		return nil, nil, err
 	}
 	return dy, ws, nil
+}
+
+// dynamoPod reports whether a pod of the DGD (its labels) was made by Dynamo's operator
+// on its component pathway: it carries no app.kubernetes.io/managed-by at all (Dynamo
+// labels a DCD's pods with the DCD's labels, GetDCDKubeLabels, and sets none). Not "any
+// value but ours": Grove labels every pod of a PodCliqueSet managed-by grove-operator
+// over the template's labels (grove PodClique getLabels; test/harness/grove.go), so each
+// pod of a DGD of ours on Grove would look like Dynamo's and stop the DGD.
+func dynamoPod(labels map[string]string) bool {
+	_, set := labels[v1alpha1.LabelManagedBy]
+	return !set
 }
 
 // dynamos reports whether o is Dynamo's: not ours, and controlled by a DCD or by nothing
