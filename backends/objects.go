@@ -48,7 +48,13 @@ func ScaleReplicas[T client.Object](ctx context.Context, c client.Client, obj T,
 // so never delete its successor's object: a name is not an identity. An object
 // without a UID (made up from a name alone) is deleted by name, as before.
 func DeleteObject(ctx context.Context, c client.Client, obj client.Object, kind string) error {
-	opts := []client.DeleteOption{client.PropagationPolicy(metav1.DeletePropagationBackground)}
+	return DeleteObjectWith(ctx, c, obj, kind, metav1.DeletePropagationBackground)
+}
+
+// DeleteObjectWith is DeleteObject with the propagation policy given: Orphan leaves what
+// obj owns in place, its owner reference removed by the garbage collector.
+func DeleteObjectWith(ctx context.Context, c client.Client, obj client.Object, kind string, policy metav1.DeletionPropagation) error {
+	opts := []client.DeleteOption{client.PropagationPolicy(policy)}
 	if uid := obj.GetUID(); uid != "" {
 		opts = append(opts, client.Preconditions{UID: &uid})
 	}

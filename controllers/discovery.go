@@ -73,7 +73,7 @@ func (r *Reconciler) routable(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1
 	workloads []decide.Workload, ready map[string]map[types.UID]bool) map[backends.Key]int32 {
 	backendOf := map[backends.Key]backends.Backend{}
 	for _, w := range workloads {
-		backendOf[w.Key] = r.Backends.ByKind(w.Backend)
+		backendOf[w.Key] = r.runsPods(w)
 	}
 	out := map[backends.Key]int32{}
 	for i := range pods {

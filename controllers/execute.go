@@ -62,7 +62,13 @@ func (r *Reconciler) write(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 		}
 		return true, nil
 	case decide.DeleteObject:
-		return true, backends.DeleteObject(ctx, r.Client, w.Object.DeepCopyObject().(client.Object), w.Kind)
+		policy := metav1.DeletePropagationBackground
+		if w.Orphan {
+			policy = metav1.DeletePropagationOrphan
+		}
+		return true, backends.DeleteObjectWith(ctx, r.Client, w.Object.DeepCopyObject().(client.Object), w.Kind, policy)
+	case decide.ReleaseDynamo:
+		return true, r.releaseDynamo(ctx, dgd, w.Names)
 	case decide.CreateSSHKey:
 		return true, r.createSSHKey(ctx, w)
 	case decide.AnnounceStatus:
@@ -73,6 +79,9 @@ func (r *Reconciler) write(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 
 // writeWorkload makes a backend's write, with the expectations it sets and ends.
 func (r *Reconciler) writeWorkload(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w decide.Write) error {
+	if w.Backend == decide.DynamoBackend {
+		return r.writeDynamo(ctx, dgd, w)
+	}
 	b := r.Backends.ByKind(w.Backend)
 	if b == nil {
 		return fmt.Errorf("no backend manages %s", w.Backend)
@@ -151,6 +160,13 @@ func (r *Reconciler) createObject(ctx context.Context, dgd *v1alpha1.DynamoGraph
 	}
 	if w.Controller && !metav1.IsControlledBy(have, dgd) {
 		out.Conflicts = append(out.Conflicts, backends.NotControlled(w.Kind, have, dgd))
+		return false, nil
+	}
+	// The DGD's own without our labels (Dynamo's operator made the discovery RBAC under
+	// the same names, controlled by the DGD): labelled, so the cache shows it and the
+	// next pass updates it in place rather than creating it again.
+	if metav1.IsControlledBy(have, dgd) {
+		return false, backends.PatchLabels(ctx, r.Client, have, backends.MissingLabels(have.GetLabels(), obj.GetLabels()))
 	}
 	return false, nil
 }

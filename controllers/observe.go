@@ -31,7 +31,7 @@ func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 	if err != nil {
 		return nil, err
 	}
-	if s.Workloads, err = r.observeWorkloads(ctx, dgd, pods); err != nil {
+	if s.Workloads, s.Dynamo, err = r.observeWorkloads(ctx, dgd, pods); err != nil {
 		return nil, err
 	}
 	if s.Discovery, err = r.observeDiscovery(ctx, dgd, pods, s.Workloads); err != nil {
@@ -60,16 +60,22 @@ func (r *Reconciler) listPods(ctx context.Context, dgd *v1alpha1.DynamoGraphDepl
 	return pods.Items, nil
 }
 
-// observeWorkloads lists the DGD's workloads on every registered backend, sorted by
-// name, with their pods counted.
-func (r *Reconciler) observeWorkloads(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata) ([]decide.Workload, error) {
+// observeWorkloads lists the DGD's workloads on every registered backend, and those
+// Dynamo's operator left (observeDynamo), sorted by name, with their pods counted.
+func (r *Reconciler) observeWorkloads(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata) ([]decide.Workload, *decide.Dynamo, error) {
 	counts := podCounts(dgd, pods)
-	var out []decide.Workload
+	dy, out, err := r.observeDynamo(ctx, dgd, pods, counts)
+	if err != nil {
+		return nil, nil, err
+	}
 	seen := map[backends.Key]bool{}
+	for _, w := range out {
+		seen[w.Key] = true
+	}
 	for _, b := range r.Backends.All() {
 		ws, err := b.Observe(ctx, dgd)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, w := range ws {
 			n := counts[w.Key]
@@ -82,7 +88,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, dgd *v1alpha1.DynamoG
 	}
 	out = append(out, r.podsWithoutWorkload(dgd, counts, seen)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return out, dy, nil
 }
 
 // podCounts counts, per workload, the replicas that still have pods (a gang counts while

@@ -118,3 +118,10 @@ const (
 	// undo during a canary): they return at once, without the steps.
 	EventRolloutStepsSkipped = "RolloutStepsSkipped"
 )
+
+// ReasonDynamoOperatorActive (Ready False, Stalled True): the DGD still runs workloads
+// Dynamo's own operator made, and that operator may still act on them (neither its
+// namespace-scope Lease is held nor is the DGD paused with its components released):
+// the operator takes nothing over until it is stopped (README, "Moving over from
+// Dynamo's operator").
+const ReasonDynamoOperatorActive = "DynamoOperatorActive"

@@ -384,22 +384,28 @@ func TestDecideGolden(t *testing.T) {
 				got = append(append(got, "== change"), w.settle(t)...)
 				got = append(got, summary(w.dgd.Status))
 			}
-			file := filepath.Join("testdata", name+".golden")
-			text := strings.Join(got, "\n") + "\n"
-			if *update {
-				if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(file)
-			if err != nil {
-				t.Fatalf("%v (go test -run TestDecideGolden -update writes it)", err)
-			}
-			if diff := cmp.Diff(string(want), text); diff != "" {
-				t.Errorf("%s differs (-want +got):\n%s", file, diff)
-			}
+			golden(t, name, got)
 		})
+	}
+}
+
+// golden compares a transcript with testdata/<name>.golden, or rewrites it under -update.
+func golden(t *testing.T, name string, got []string) {
+	t.Helper()
+	file := filepath.Join("testdata", name+".golden")
+	text := strings.Join(got, "\n") + "\n"
+	if *update {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
+	}
+	if diff := cmp.Diff(string(want), text); diff != "" {
+		t.Errorf("%s differs (-want +got):\n%s", file, diff)
 	}
 }
 

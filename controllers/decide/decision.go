@@ -152,6 +152,10 @@ const (
 	// (ReasonRecreating) before its first write that takes running pods away. The
 	// pass's status is then written over it.
 	AnnounceStatus Op = "AnnounceStatus"
+	// ReleaseDynamo ends the take-over of a DGD from Dynamo's operator (dynamo.go): its
+	// DCDs (Names) deleted, their finalizer removed, and its finalizer removed from the
+	// DGD.
+	ReleaseDynamo Op = "ReleaseDynamo"
 )
 
 // Write is one write of a pass. Which fields are set depends on Op.
@@ -178,6 +182,11 @@ type Write struct {
 	Object     client.Object
 	Kind       string
 	Controller bool
+	// Orphan: DeleteObject leaves what Object owns (propagation Orphan): Dynamo's
+	// Deployment whose name ours needs, its pods still serving.
+	Orphan bool
+	// Names: ReleaseDynamo's DCDs.
+	Names []string
 	// Status: AnnounceStatus's status.
 	Status *v1alpha1.DynamoGraphDeploymentStatus
 	// Say is what the write says in the pass's Event once made; Progress marks a
@@ -212,6 +221,12 @@ func (w Write) String() string {
 		return fmt.Sprintf("%s %s %s", w.Op, w.Backend, w.Workload.Name)
 	case ReleaseSubdomain:
 		return fmt.Sprintf("%s %s %s", w.Op, w.Backend, w.Name)
+	case ReleaseDynamo:
+		return fmt.Sprintf("%s %v", w.Op, w.Names)
+	case DeleteObject:
+		if w.Orphan {
+			return fmt.Sprintf("%s %s %s (orphan)", w.Op, w.Kind, w.Object.GetName())
+		}
 	case AnnounceStatus:
 		if c := meta.FindStatusCondition(w.Status.Conditions, v1alpha1.ConditionReady); c != nil {
 			return fmt.Sprintf("%s Ready=%s %s", w.Op, c.Status, c.Reason)

@@ -48,15 +48,21 @@ func services(v *view, h *history, res []Workload, d *draft) {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	wanted := map[string]bool{}
 	for _, k := range keys {
 		switch o := want[k].(type) {
 		case *corev1.Service:
+			wanted[o.Name] = true
+			if have[k] == nil && adoptDynamoService(v, d, o.Name) {
+				continue // updated in place by the next pass, which caches it
+			}
 			apply(v.dgd, d, o, have[k], true, sameService)
 		case *networkingv1.Ingress:
 			apply(v.dgd, d, o, have[k], true, sameIngress)
 		}
 	}
 	prune(v, d, want, legacy)
+	releaseDynamo(v, d, wanted)
 }
 
 // stableObjects adds the Service and Ingress of every stable service.
@@ -82,8 +88,8 @@ func stableObjects(v *view, add func(client.Object)) {
 func discoveryServices(v *view, h *history, res []Workload, add func(client.Object)) map[string]string {
 	legacy := map[string]string{}
 	for _, w := range res {
-		if w.Hash == "" || w.Terminating {
-			continue
+		if w.Hash == "" || w.Terminating || w.Backend == DynamoBackend {
+			continue // Dynamo's revision is discovered through Dynamo's Services until it is gone
 		}
 		spec := h.templateOf(v.dgd, w.Service, w.Hash)
 		if spec == nil || !spec.IsWorker() {

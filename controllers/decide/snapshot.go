@@ -57,6 +57,10 @@ type Snapshot struct {
 	// CanListUnscheduled: the reconciler can list pods past its cache (it has an API
 	// reader); without, no pass looks for unschedulable pods.
 	CanListUnscheduled bool
+	// Dynamo is what Dynamo's own operator left of the DGD while it is taken over
+	// (dynamo.go); nil when nothing. Its worker workloads are in Workloads (backend
+	// DynamoBackend).
+	Dynamo *Dynamo
 }
 
 // Workload is one of the DGD's workloads as the pass observed it.

@@ -21,13 +21,18 @@ func ensureStable(v *view, d *draft) {
 			continue
 		}
 		b := v.backendOf[name].Kind
+		key := backends.Key{Service: name}
+		wname := v.name(b, key)
+		if held := v.dynamoHolds(wname); held != nil {
+			orphanDynamo(v, d, held) // ours is made once the name is free
+			continue
+		}
 		if pools[b] == nil {
 			pools[b] = &backends.Pool{}
 			order = append(order, b)
 		}
-		key := backends.Key{Service: name}
 		pools[b].Services = append(pools[b].Services, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()})
-		if wname := v.name(b, key); !v.observedNamed(wname) {
+		if !v.observedNamed(wname) {
 			says[b] = append(says[b], fmt.Sprintf("created %s for %s", wname, name))
 		}
 	}

@@ -86,6 +86,9 @@ func (v *view) backend(kind string) backends.Description {
 			return b
 		}
 	}
+	if kind == DynamoBackend { // Dynamo's Deployments: a ReplicaSet removes unready pods first
+		return backends.Description{Kind: kind, RemovesUnreadyFirst: true}
+	}
 	return backends.Description{Kind: kind}
 }
 

@@ -75,6 +75,12 @@ generates from the kubebuilder markers. Do not edit.
   - get
   - update
 - apiGroups:
+  - coordination.k8s.io
+  resources:
+  - leases
+  verbs:
+  - get
+- apiGroups:
   - discovery.k8s.io
   resources:
   - endpointslices
@@ -150,6 +156,15 @@ generates from the kubebuilder markers. Do not edit.
   - patch
   - update
   - watch
+- apiGroups:
+  - nvidia.com
+  resources:
+  - dynamocomponentdeployments
+  verbs:
+  - delete
+  - get
+  - list
+  - patch
 - apiGroups:
   - nvidia.com
   resources:

@@ -232,7 +232,8 @@ var _ = Describe("completion", func() {
 		By("a decode pod of revision 1 outlives its Deployment, as a terminating pod does")
 		pod := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tail-decode-old", Labels: map[string]string{
-				v1alpha1.LabelGraph: "tail", v1alpha1.LabelService: "decode", v1alpha1.LabelWorkerHash: oldHash}},
+				v1alpha1.LabelGraph: "tail", v1alpha1.LabelService: "decode", v1alpha1.LabelWorkerHash: oldHash,
+				v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}}, // a pod of ours carries our Deployment template's labels
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1"}}},
 		}
 		Expect(env.Client.Create(ctx, pod)).To(Succeed())

@@ -1,0 +1,191 @@
+package decide_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/decide"
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+// dynamoHash is the worker hash Dynamo's operator gave the graph's workers (8 hex
+// characters, as Dynamo's v2 hash: DYNAMO-V1BETA1.md §3).
+const dynamoHash = "0a1b2c3d"
+
+// handover is a world in which Dynamo's operator ran the DGD before ours: its worker
+// Deployments (`<dgd>-<component>-<hash>`, controlled by their DCDs: i25-handover-facts.md
+// §1a) are workloads of decide.DynamoBackend in the world; its frontend Deployment
+// (`<dgd>-frontend`, our frontend's name too), Services, DCDs and finalizer are in dy.
+type handover struct {
+	*world
+	dy *decide.Dynamo
+	// orphaned are the pods of Dynamo's frontend Deployment once deleted with propagation
+	// Orphan: its ReplicaSet keeps them until our frontend Deployment, which adopts it,
+	// has its own ready (the Deployment controller's rolling update).
+	orphaned int
+}
+
+func newHandover(dgd *v1alpha1.DynamoGraphDeployment, stopped string) *handover {
+	h := &handover{world: newWorld(dgd)}
+	dgd.Finalizers = []string{decide.DynamoFinalizer}
+	svc := func(name string) corev1.Service {
+		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{v1alpha1.LabelGraph: dgd.Name}}}
+	}
+	h.dy = &decide.Dynamo{Stopped: stopped, Finalizer: true,
+		Components: []string{"g-decode-" + dynamoHash, "g-frontend", "g-prefill-" + dynamoHash},
+		Stable:     []decide.DynamoStable{{Service: "Frontend", ObjectRef: backends.ObjectRef{Kind: "Deployment", Name: "g-frontend", UID: "uid-g-frontend"}}},
+		Services:   []corev1.Service{svc("g-decode"), svc("g-frontend"), svc("g-prefill")},
+	}
+	for _, s := range []string{"decode", "prefill"} {
+		name := "g-" + s + "-" + dynamoHash
+		h.workloads[name] = &decide.Workload{Backend: decide.DynamoBackend, Pods: 2, Workload: backends.Workload{
+			Key: backends.Key{Service: s, Hash: dynamoHash}, Kind: "Deployment", Name: name, UID: types.UID("uid-" + name),
+			Replicas: 2, Ready: 2, Updated: 2, Current: 2, Synced: true}}
+	}
+	return h
+}
+
+func (h *handover) snapshot() *decide.Snapshot {
+	s := h.world.snapshot()
+	if h.dy == nil {
+		return s
+	}
+	dy := *h.dy
+	dy.Stable, dy.Services, dy.Components = slices.Clone(dy.Stable), slices.Clone(dy.Services), slices.Clone(dy.Components)
+	dy.Pods = h.orphaned
+	for _, w := range h.workloads {
+		if w.Backend == decide.DynamoBackend {
+			dy.Pods += int(w.Pods)
+		}
+	}
+	if len(dy.Stable) > 0 {
+		dy.Pods++ // the frontend pod of Dynamo's Deployment
+	}
+	s.Dynamo = &dy
+	return s
+}
+
+// pass decides one pass and plays what the writes do to Dynamo's objects; the world
+// plays the rest.
+func (h *handover) pass(t *testing.T) []string {
+	t.Helper()
+	d := decide.Decide(h.snapshot())
+	if d.Needs.Any() || d.Err != nil {
+		t.Fatalf("needs %+v, error %v", d.Needs, d.Err)
+	}
+	for _, wr := range d.Writes {
+		switch {
+		case wr.Op == decide.DeleteObject && wr.Orphan:
+			h.dy.Stable = slices.DeleteFunc(h.dy.Stable, func(s decide.DynamoStable) bool { return s.Name == wr.Object.GetName() })
+			h.orphaned++
+		case wr.Op == decide.UpdateObject && wr.Kind == "Service":
+			h.dy.Services = slices.DeleteFunc(h.dy.Services, func(s corev1.Service) bool { return s.Name == wr.Object.GetName() })
+			h.objects.Services = append(h.objects.Services, *wr.Object.(*corev1.Service).DeepCopy())
+		case wr.Op == decide.DeleteObject && wr.Kind == "Service":
+			h.dy.Services = slices.DeleteFunc(h.dy.Services, func(s corev1.Service) bool { return s.Name == wr.Object.GetName() })
+		case wr.Op == decide.ReleaseDynamo:
+			h.dy.Components, h.dy.Finalizer = nil, false
+		}
+	}
+	if fe := h.workloads["g-frontend"]; fe != nil && fe.Backend != decide.DynamoBackend && fe.Ready > 0 {
+		h.orphaned = 0 // our frontend's rolling update replaced the adopted ReplicaSet's pod
+	}
+	said := h.apply(t, d, true)
+	for _, w := range h.workloads {
+		if w.Backend == decide.DynamoBackend {
+			w.Pods = w.Replicas // Dynamo's pods go with their replicas
+		}
+	}
+	if h.dy != nil && len(h.dy.Stable) == 0 && len(h.dy.Services) == 0 && len(h.dy.Components) == 0 && !h.dy.Finalizer && h.orphaned == 0 {
+		h.dy = nil // observe finds no sign of Dynamo's operator any more
+	}
+	return said
+}
+
+// serving checks the state between two passes: a ready frontend (Dynamo's, its orphaned
+// pods, or ours) and, for every worker service, at least R - maxUnavailable ready
+// replicas over Dynamo's workloads and ours.
+func (h *handover) serving(t *testing.T, floor int32) {
+	t.Helper()
+	frontends := h.orphaned
+	if h.dy != nil && len(h.dy.Stable) > 0 {
+		frontends++
+	}
+	ready := map[string]int32{}
+	for _, w := range h.workloads {
+		if w.Hash == "" && w.Service == "Frontend" {
+			frontends += int(w.Ready)
+		} else if w.Hash != "" && !w.Terminating {
+			ready[w.Service] += w.Ready
+		}
+	}
+	if frontends == 0 {
+		t.Errorf("no ready frontend")
+	}
+	for _, s := range []string{"decode", "prefill"} {
+		if ready[s] < floor {
+			t.Errorf("%s: %d ready, want at least %d", s, ready[s], floor)
+		}
+	}
+}
+
+// TestDecideDynamoHandover plays the take-over of a DGD Dynamo's operator ran (its
+// namespace-scope Lease held): the spec's revision rolls out beside Dynamo's workers
+// under the DGD's surge and availability (maxSurge 1, maxUnavailable 0: every worker
+// service keeps 2 ready at every state), Dynamo's frontend Deployment is released
+// (deleted with propagation Orphan) before ours takes its name, Dynamo's frontend
+// Service is adopted, never deleted, and only once nothing of Dynamo's runs are its other
+// Services, its DCDs and its finalizer removed. The transcript is
+// testdata/dynamo-handover.golden (go test -run TestDecideDynamoHandover -update).
+func TestDecideDynamoHandover(t *testing.T) {
+	h := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held")
+	var got []string
+	for range 30 {
+		said := h.pass(t)
+		h.serving(t, 2)
+		got = append(append(got, said...), "--")
+		if h.dy == nil && len(said) == 1 && strings.HasPrefix(said[0], "Ensure Deployment stable[") {
+			break
+		}
+	}
+	if h.dy != nil {
+		t.Fatalf("the take-over did not end: %+v\n%s", h.dy, strings.Join(got, "\n"))
+	}
+	for _, w := range h.workloads {
+		if w.Backend == decide.DynamoBackend || w.Hash == dynamoHash {
+			t.Errorf("Dynamo's workload %s is left", w.Name)
+		}
+	}
+	if !slices.ContainsFunc(h.objects.Services, func(s corev1.Service) bool {
+		return s.Name == "g-frontend" && metav1.IsControlledBy(&s, h.dgd) && s.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue
+	}) {
+		t.Errorf("Dynamo's frontend Service was not adopted: %v", h.objects.Services)
+	}
+	got = append(got, summary(h.dgd.Status))
+	golden(t, "dynamo-handover", got)
+}
+
+// TestDecideDynamoActive: while Dynamo's operator may still act on the graph (no Lease,
+// not paused and released), the pass writes nothing and stops with
+// ReasonDynamoOperatorActive, asking to look again.
+func TestDecideDynamoActive(t *testing.T) {
+	h := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Obj(), "")
+	d := decide.Decide(h.snapshot())
+	if len(d.Writes) != 0 {
+		t.Errorf("writes %v, want none", d.Writes)
+	}
+	if got := condition(*d.Status, v1alpha1.ConditionReady); got != "False/"+v1alpha1.ReasonDynamoOperatorActive {
+		t.Errorf("Ready %s, want False/%s", got, v1alpha1.ReasonDynamoOperatorActive)
+	}
+	if d.Requeue == 0 || d.Requeue > decide.DynamoRecheck {
+		t.Errorf("requeue %s, want within %s", d.Requeue, decide.DynamoRecheck)
+	}
+}

@@ -1,0 +1,60 @@
+package controllers
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/controllers/decide"
+	"github.com/dgd-rollout/operator/render"
+)
+
+// Dynamo's worker Deployments being taken over (backend decide.DynamoBackend, which no
+// backend of ours manages) are routable as ours are: a ready pod of theirs that is a
+// ready discovery endpoint counts. Before, none counted, observe lowered their ready
+// count to zero and the first pass after Dynamo's operator was stopped drained them at
+// once, before the new revision was ready (e2e "Moving over from Dynamo's operator").
+func TestRoutableCountsDynamoWorkloads(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(nil, nil, nil, render.Config{}))}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	const theirs, ours = "d1a2b3c4", "6101c065"
+	pod := func(name, hash string, managed bool) metav1.PartialObjectMetadata {
+		l := map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode", v1alpha1.LabelWorkerHash: hash}
+		if managed {
+			l[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+		}
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), Labels: l}}
+	}
+	pods := []metav1.PartialObjectMetadata{pod("dynamo-0", theirs, false), pod("dynamo-1", theirs, false), pod("ours-0", ours, true)}
+	workloads := []decide.Workload{
+		{Backend: decide.DynamoBackend, Workload: backends.Workload{Key: backends.Key{Service: "decode", Hash: theirs}, Kind: "Deployment", Name: "g-decode-" + theirs}},
+		{Backend: "Deployment", Workload: backends.Workload{Key: backends.Key{Service: "decode", Hash: ours}, Kind: "Deployment", Name: "g-decode-" + ours}},
+	}
+	ready := map[string]map[types.UID]bool{"dynamo-0": {"dynamo-0-uid": true}, "ours-0": {"ours-0-uid": true}} // dynamo-1 not (yet) an endpoint
+	got := r.routable(dgd, pods, workloads, ready)
+	if got[workloads[0].Key] != 1 || got[workloads[1].Key] != 1 {
+		t.Fatalf("routable %v: want 1 of Dynamo's (its endpoint ready) and 1 of ours", got)
+	}
+}
+
+// Only a pod without any managed-by label is taken for one of Dynamo's operator: our
+// pods on Grove carry managed-by grove-operator (Grove's labels win over the template's)
+// and must not make a DGD wait for Dynamo's operator to be stopped.
+func TestDynamoPod(t *testing.T) {
+	for _, c := range []struct {
+		labels map[string]string
+		want   bool
+	}{
+		{map[string]string{v1alpha1.LabelGraph: "g"}, true},
+		{map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}, false},
+		{map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelManagedBy: "grove-operator"}, false},
+	} {
+		if got := dynamoPod(c.labels); got != c.want {
+			t.Errorf("dynamoPod(%v) = %v, want %v", c.labels, got, c.want)
+		}
+	}
+}

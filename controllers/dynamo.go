@@ -1,0 +1,263 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/decide"
+)
+
+// The take-over of a DGD Dynamo's operator ran (controllers/decide/dynamo.go): what
+// observe reads of Dynamo's objects and how execute writes them. Dynamo's objects carry
+// none of our labels, so the cache (cmd/manager/app CacheOptions) never holds them: they
+// are read past it, and only for a DGD that shows a sign of Dynamo's operator (its
+// finalizer on the DGD, or a pod of the DGD that Dynamo's operator made: dynamoPod), so a
+// DGD that never ran under Dynamo's operator costs nothing.
+
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get
+// +kubebuilder:rbac:groups=nvidia.com,resources=dynamocomponentdeployments,verbs=get;list;patch;delete
+
+// dcdVersions are the versions of Dynamo's DCD API the take-over reads and writes, in
+// the order tried (a cluster serves one or both).
+var dcdVersions = []string{"v1beta1", "v1alpha1"}
+
+// observeDynamo reads what Dynamo's operator left of dgd: its worker Deployments as
+// workloads of decide.DynamoBackend, keyed by component and Dynamo's worker hash, their
+// pods counted by counts; the rest in a decide.Dynamo. nil and no workloads when the DGD
+// shows no sign of Dynamo's operator.
+func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata,
+	counts map[backends.Key]int32) (*decide.Dynamo, []decide.Workload, error) {
+	theirs := 0
+	for i := range pods {
+		if dynamoPod(pods[i].Labels) {
+			theirs++
+		}
+	}
+	fin := controllerutil.ContainsFinalizer(dgd, decide.DynamoFinalizer)
+	if (theirs == 0 && !fin) || r.APIReader == nil {
+		return nil, nil, nil
+	}
+	dy := &decide.Dynamo{Pods: theirs, Finalizer: fin}
+	in := []client.ListOption{client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}}
+	var deps appsv1.DeploymentList
+	if err := r.APIReader.List(ctx, &deps, in...); err != nil {
+		return nil, nil, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	byDCD := false
+	var ws []decide.Workload
+	for i := range deps.Items {
+		dep := &deps.Items[i]
+		if !dynamos(dep) {
+			continue
+		}
+		byDCD = byDCD || metav1.GetControllerOf(dep) != nil
+		service := dep.Labels[v1alpha1.LabelService]
+		if svc := dgd.Spec.Services[service]; svc != nil && !svc.IsWorker() {
+			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: service, ObjectRef: backends.ObjectRef{Kind: "Deployment", Name: dep.Name, UID: dep.UID}})
+			continue
+		}
+		ws = append(ws, dynamoWorkload(dep, counts))
+	}
+	var svcs corev1.ServiceList
+	if err := r.APIReader.List(ctx, &svcs, in...); err != nil {
+		return nil, nil, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	for i := range svcs.Items {
+		if dynamos(&svcs.Items[i]) {
+			dy.Services = append(dy.Services, svcs.Items[i])
+			byDCD = byDCD || metav1.GetControllerOf(&svcs.Items[i]) != nil
+		}
+	}
+	dcds, _, err := r.listDCDs(ctx, dgd)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range dcds {
+		dy.Components = append(dy.Components, d.Name)
+	}
+	if dy.Stopped, err = r.dynamoStopped(ctx, dgd, len(dcds) == 0 && !byDCD); err != nil {
+		return nil, nil, err
+	}
+	return dy, ws, nil
+}
+
+// dynamoPod reports whether a pod of the DGD (its labels) was made by Dynamo's operator
+// on its component pathway: it carries no app.kubernetes.io/managed-by at all (Dynamo
+// labels a DCD's pods with the DCD's labels, GetDCDKubeLabels, and sets none). Not "any
+// value but ours": Grove labels every pod of a PodCliqueSet managed-by grove-operator
+// over the template's labels (grove PodClique getLabels; test/harness/grove.go), so each
+// pod of a DGD of ours on Grove would look like Dynamo's and stop the DGD.
+func dynamoPod(labels map[string]string) bool {
+	_, set := labels[v1alpha1.LabelManagedBy]
+	return !set
+}
+
+// dynamos reports whether o is Dynamo's: not ours, and controlled by a DCD or by nothing
+// (a DCD deleted with --cascade=orphan leaves its objects without a controller).
+func dynamos(o metav1.Object) bool {
+	if o.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue {
+		return false
+	}
+	ref := metav1.GetControllerOf(o)
+	return ref == nil || ref.Kind == decide.DCDKind
+}
+
+// dynamoWorkload is one of Dynamo's worker Deployments as a workload of the old revision
+// Dynamo's worker hash names ("legacy" for a Deployment of before Dynamo's rolling
+// updates, which has none).
+func dynamoWorkload(dep *appsv1.Deployment, counts map[backends.Key]int32) decide.Workload {
+	key := backends.Key{Service: dep.Labels[v1alpha1.LabelService], Hash: dep.Labels[v1alpha1.LabelWorkerHash]}
+	if key.Hash == "" {
+		key.Hash = "legacy"
+	}
+	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: backends.Workload{
+		Key: key, Kind: "Deployment", Name: dep.Name, UID: dep.UID,
+		Replicas: ptr.Deref(dep.Spec.Replicas, 1), Ready: dep.Status.AvailableReplicas,
+		Updated: dep.Status.UpdatedReplicas, Current: dep.Status.Replicas,
+		Synced: dep.Status.ObservedGeneration >= dep.Generation, Generation: dep.Generation,
+		Terminating: dep.DeletionTimestamp != nil,
+	}}
+}
+
+// runsPods is the backend whose pods w's are like: its own, or for one of Dynamo's
+// workloads (backend decide.DynamoBackend, which no backend manages) the backend of its
+// kind, since Dynamo's worker Deployments run their runtime in every pod as ours do. nil
+// when no backend runs that kind. Without it, discovery (routable) would find none of
+// Dynamo's pods routable and lower its workloads' ready counts to zero: the planner
+// would then see an old revision with nothing ready and drain it at once, before ours
+// is ready (the e2e "Moving over" caught that: Dynamo's workers deleted in the first
+// pass after the Lease).
+func (r *Reconciler) runsPods(w decide.Workload) backends.Backend {
+	if w.Backend == decide.DynamoBackend {
+		return r.Backends.ByKind(w.Kind)
+	}
+	return r.Backends.ByKind(w.Backend)
+}
+
+// listDCDs lists Dynamo's DCDs of dgd (metadata only) in the first version the cluster
+// serves; none when it serves none (Dynamo's CRDs are not installed).
+func (r *Reconciler) listDCDs(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]metav1.PartialObjectMetadata, schema.GroupVersionKind, error) {
+	for _, v := range dcdVersions {
+		gvk := schema.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: v, Kind: decide.DCDKind}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(decide.DCDKind + "List"))
+		err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name})
+		switch {
+		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+			continue
+		case err != nil:
+			return nil, gvk, fmt.Errorf("listing Dynamo's %ss of %s/%s: %w", decide.DCDKind, dgd.Namespace, dgd.Name, err)
+		}
+		var out []metav1.PartialObjectMetadata
+		for _, d := range list.Items {
+			if metav1.IsControlledBy(&d, dgd) {
+				out = append(out, d)
+			}
+		}
+		return out, gvk, nil
+	}
+	return nil, schema.GroupVersionKind{}, nil
+}
+
+// dynamoStopped says how Dynamo's operator is kept from acting on dgd, or "": its
+// namespace-scope Lease held (renewTime + leaseDurationSeconds still ahead, as its
+// LeaseWatcher judges: a Lease lacking either counts as expired), or the DGD paused
+// (nvidia.com/paused exactly "true") with no DCD left to reconcile Dynamo's workloads
+// (released: nothing of Dynamo's is controlled by a DCD any more).
+func (r *Reconciler) dynamoStopped(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, released bool) (string, error) {
+	var l coordinationv1.Lease
+	switch err := r.APIReader.Get(ctx, types.NamespacedName{Namespace: dgd.Namespace, Name: decide.DynamoScopeLease}, &l); {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		return "", fmt.Errorf("reading Lease %s/%s: %w", dgd.Namespace, decide.DynamoScopeLease, err)
+	case l.Spec.RenewTime != nil && l.Spec.LeaseDurationSeconds != nil &&
+		l.Spec.RenewTime.Add(time.Duration(*l.Spec.LeaseDurationSeconds)*time.Second).After(r.now()):
+		return fmt.Sprintf("Lease %s held by %q", decide.DynamoScopeLease, ptr.Deref(l.Spec.HolderIdentity, "")), nil
+	}
+	if dgd.Annotations[decide.DynamoPausedAnnotation] == "true" && released {
+		return decide.DynamoPausedAnnotation + "=true", nil
+	}
+	return "", nil
+}
+
+// writeDynamo scales or deletes one of Dynamo's workloads by its name (no backend
+// manages it), through the scale subresource as a backend does, or by a delete whose
+// precondition is the UID observed.
+func (r *Reconciler) writeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w decide.Write) error {
+	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: w.Workload.Name, UID: w.Workload.UID}}
+	switch w.Op {
+	case decide.Scale:
+		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: w.Replicas}}
+		if err := r.Client.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(scale)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("scaling Dynamo's Deployment %s/%s to %d: %w", dep.Namespace, dep.Name, w.Replicas, err)
+		}
+	case decide.DeleteWorkload:
+		return backends.DeleteObject(ctx, r.Client, dep, "Deployment")
+	}
+	return nil
+}
+
+// releaseDynamo ends a take-over (decide.ReleaseDynamo): each of Dynamo's DCDs named
+// loses Dynamo's finalizer (no controller of Dynamo's is left to remove it, and a DCD
+// deleted with it would hang in Terminating) and is deleted, and the DGD loses Dynamo's
+// finalizer.
+func (r *Reconciler) releaseDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, names []string) error {
+	if len(names) > 0 {
+		dcds, gvk, err := r.listDCDs(ctx, dgd)
+		if err != nil {
+			return err
+		}
+		for i := range dcds {
+			d := &dcds[i]
+			if !slices.Contains(names, d.Name) {
+				continue
+			}
+			d.SetGroupVersionKind(gvk)
+			if err := dropFinalizer(ctx, r.Client, d, decide.DynamoFinalizer); err != nil {
+				return err
+			}
+			if err := backends.DeleteObject(ctx, r.Client, d, decide.DCDKind); err != nil {
+				return err
+			}
+		}
+	}
+	return dropFinalizer(ctx, r.Client, dgd, decide.DynamoFinalizer)
+}
+
+// dropFinalizer removes finalizer from obj by a merge patch of its finalizers, guarded
+// by its resourceVersion (a conflict retries the pass); nothing when obj lacks it.
+func dropFinalizer(ctx context.Context, c client.Client, obj client.Object, finalizer string) error {
+	if !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return nil
+	}
+	rest := slices.DeleteFunc(slices.Clone(obj.GetFinalizers()), func(f string) bool { return f == finalizer })
+	if rest == nil {
+		rest = []string{}
+	}
+	data, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": rest, "resourceVersion": obj.GetResourceVersion()}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, obj, client.RawPatch(types.MergePatchType, data)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("removing finalizer %s from %s/%s: %w", finalizer, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}

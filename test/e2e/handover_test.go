@@ -1,0 +1,218 @@
+package e2e
+
+import (
+	"maps"
+	"path/filepath"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/controllers/decide"
+	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/harness"
+)
+
+// dynamoWorkerHash is the worker hash Dynamo's operator gave the graph (8 hex characters:
+// DYNAMO-V1BETA1.md §3).
+const dynamoWorkerHash = "d1a2b3c4"
+
+// dynamoAPIVersion is the version of Dynamo's API its operator writes objects and owner
+// references in (v1beta1: DYNAMO-V1BETA1.md §1, controllers on v1beta1 since PR #9235).
+const dynamoAPIVersion = "nvidia.com/v1beta1"
+
+// The hand-over from Dynamo's operator (issue 25 item 4; README "Moving over from
+// Dynamo's operator"): the spec plays what Dynamo's operator made for a running DGD, then
+// lets ours take it over, under the invariant watcher and the Dynamo observer.
+var _ = Describe("Moving over from Dynamo's operator", func() {
+	It("rolls the first revision out beside Dynamo's workloads, then removes them, never without a ready frontend or routable workers", func() {
+		Expect(cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "test", "testdata", "dynamo-dcd"))).To(Succeed())
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "g").Disagg(1, 1, "img:1").Rollout("1", "0").Obj()
+		obj.Finalizers = []string{decide.DynamoFinalizer}
+		s := begin(obj)
+		DeferCleanup(func() { // runs before the scenario's own cleanup removes the DGD
+			var evs corev1.EventList
+			_ = k8s.List(ctx, &evs, client.InNamespace(ns))
+			for _, e := range evs.Items {
+				GinkgoWriter.Printf("event %s %s/%s: %s %s\n", e.LastTimestamp, e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		})
+
+		By("no Lease yet: ours takes nothing over (Ready False, DynamoOperatorActive)")
+		s.until("the operator holds off", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
+			c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
+			return c != nil && c.Reason == v1alpha1.ReasonDynamoOperatorActive
+		})
+
+		By("what Dynamo's operator made: DCDs, their Deployments and Services, the discovery RBAC")
+		dgd := s.dgd()
+		dynamoObjects(dgd)
+		Eventually(func(g Gomega) {
+			var deps appsv1.DeploymentList
+			g.Expect(k8s.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
+			g.Expect(deps.Items).To(HaveLen(3))
+			for _, d := range deps.Items {
+				g.Expect(d.Status.AvailableReplicas).To(Equal(int32(1)), d.Name)
+			}
+		}, time.Minute, 100*time.Millisecond).Should(Succeed())
+		Eventually(func(g Gomega) {
+			fv, err := s.o.Frontend(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(fv.ReadyGenerations()).To(HaveLen(1), "Dynamo's generation discovered")
+		}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+		var frontendSvc corev1.Service
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &frontendSvc)).To(Succeed())
+		c := meta.FindStatusCondition(s.dgd().Status.Conditions, v1alpha1.ConditionReady)
+		Expect(c.Reason).To(Equal(v1alpha1.ReasonDynamoOperatorActive), "ours still holds off")
+
+		By("holding Dynamo's namespace-scope Lease: ours takes over")
+		Expect(k8s.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: decide.DynamoScopeLease},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("moving-to-dgd-rollout"), LeaseDurationSeconds: ptr.To[int32](86400),
+				RenewTime: &metav1.MicroTime{Time: time.Now()}}})).To(Succeed())
+		s.waitRolledOut(1)
+
+		By("nothing of Dynamo's is left but the frontend Service, adopted (same UID)")
+		Eventually(func(g Gomega) {
+			d := s.dgd()
+			g.Expect(d.Finalizers).NotTo(ContainElement(decide.DynamoFinalizer))
+			var dcds unstructured.UnstructuredList
+			dcds.SetAPIVersion("nvidia.com/v1alpha1")
+			dcds.SetKind("DynamoComponentDeploymentList")
+			g.Expect(k8s.List(ctx, &dcds, client.InNamespace(ns))).To(Succeed())
+			g.Expect(dcds.Items).To(BeEmpty())
+			var deps appsv1.DeploymentList
+			g.Expect(k8s.List(ctx, &deps, client.InNamespace(ns))).To(Succeed())
+			for _, dep := range deps.Items {
+				g.Expect(metav1.IsControlledBy(&dep, d)).To(BeTrue(), "Deployment %s", dep.Name)
+			}
+			var svc corev1.Service
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &svc)).To(Succeed())
+			g.Expect(svc.UID).To(Equal(frontendSvc.UID), "the frontend Service is adopted, never deleted")
+			g.Expect(metav1.IsControlledBy(&svc, d)).To(BeTrue())
+			for _, name := range []string{"g-decode-" + dynamoWorkerHash, "g-prefill-" + dynamoWorkerHash} {
+				err := k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &corev1.Service{})
+				g.Expect(client.IgnoreNotFound(err)).To(Succeed())
+				g.Expect(err).To(HaveOccurred(), "Dynamo's Service %s is gone", name)
+			}
+		}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	})
+})
+
+// dynamoObjects creates what Dynamo's operator makes for dgd on its component pathway
+// (ai-dynamo/dynamo deploy/operator; i25-handover-facts.md §1a, §1c), in the order it
+// makes them (the DGD's discovery RBAC first: dgdDiscoveryReconciler runs before the
+// component workloads, whose pods use that ServiceAccount):
+//   - the discovery ServiceAccount, Role and RoleBinding (internal/discovery
+//     GetK8sDiscoveryServiceAccount, -Role, -RoleBinding), labelled managed-by
+//     dynamo-operator, controlled by the DGD;
+//   - a DCD per component (internal/dynamo/graph.go GenerateDynamoComponentsDeployments):
+//     `<dgd>-<lower(component)>`, workers `-<worker hash>`, labelled with the component, the
+//     Dynamo namespace and the DGD's name (workers also the worker hash), carrying
+//     nvidia.com/finalizer (controller_common.HandleFinalizer), controlled by the DGD
+//     (controller_common.SyncResource: ctrl.SetControllerReference);
+//   - its Deployment (dynamocomponentdeployment_controller.go generateDeployment): the
+//     DCD's name and labels, selector nvidia.com/selector=<dcd name>, RollingUpdate
+//     25%/25%, the pod of DYNAMO.md (rendered here by render, which follows it), controlled
+//     by the DCD;
+//   - its Service (internal/controller dcdWorkloadRenderer.generateService ->
+//     internal/dynamo/graph.go GenerateComponentService): named after the DCD (so a
+//     worker's carries the worker hash), labelled with the DCD's labels
+//     (GetDCDKubeLabels) and the two discovery labels, ClusterIP, selecting component
+//     type, Dynamo namespace and component, controlled by the DCD.
+//
+// Owner references name API version nvidia.com/v1beta1: Dynamo's controllers read and
+// write v1beta1 objects since PR #9235 (DYNAMO-V1BETA1.md §1), and SetControllerReference
+// takes the owner's version from them. None carries our managed-by label.
+func dynamoObjects(dgd *v1alpha1.DynamoGraphDeployment) {
+	ns := dgd.Namespace
+	ctrlRef := func(apiVersion, kind, name string, uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}
+	}
+	dgdRef := ctrlRef(dynamoAPIVersion, "DynamoGraphDeployment", dgd.Name, dgd.UID)
+	sa := render.DiscoveryServiceAccount(dgd.Name)
+	rbacLabels := func(name string) map[string]string {
+		return map[string]string{"app.kubernetes.io/managed-by": "dynamo-operator", "app.kubernetes.io/component": "rbac", "app.kubernetes.io/name": name}
+	}
+	Expect(k8s.Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa, Labels: rbacLabels(sa), OwnerReferences: dgdRef}})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-role", Labels: rbacLabels(sa), OwnerReferences: dgdRef},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints", "pods"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"nvidia.com"}, Resources: []string{"dynamoworkermetadatas"}, Verbs: []string{"create", "get", "list", "watch", "update", "patch", "delete"}},
+		}})).To(Succeed())
+	Expect(k8s.Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa + "-binding", Labels: rbacLabels(sa), OwnerReferences: dgdRef},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: sa + "-role"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa, Namespace: ns}}})).To(Succeed())
+	for _, name := range dgd.ServiceNames() {
+		spec := dgd.Spec.Services[name]
+		hash := ""
+		if spec.IsWorker() {
+			hash = dynamoWorkerHash
+		}
+		dcdName := dgd.Name + "-" + strings.ToLower(name) // GetDCDResourceName
+		if hash != "" {
+			dcdName += "-" + hash
+		}
+		labels := map[string]string{v1alpha1.LabelService: name, render.LabelDynamoNamespace: render.DynamoNamespace(dgd), v1alpha1.LabelGraph: dgd.Name}
+		if hash != "" {
+			labels[v1alpha1.LabelWorkerHash] = hash
+		}
+		if spec.ComponentType != "" {
+			labels[v1alpha1.LabelComponentType] = spec.ComponentType
+		}
+		dcd := &unstructured.Unstructured{}
+		dcd.SetAPIVersion(dynamoAPIVersion)
+		dcd.SetKind(decide.DCDKind)
+		dcd.SetNamespace(ns)
+		dcd.SetName(dcdName)
+		dcd.SetLabels(labels)
+		dcd.SetFinalizers([]string{decide.DynamoFinalizer})
+		dcd.SetAnnotations(map[string]string{"nvidia.com/last-applied-generation": "1"})
+		dcd.SetOwnerReferences(dgdRef)
+		Expect(k8s.Create(ctx, dcd)).To(Succeed())
+		dcdRef := ctrlRef(dynamoAPIVersion, decide.DCDKind, dcdName, dcd.GetUID())
+
+		pod, err := render.Component{DGD: dgd, Name: name, Spec: spec, Hash: hash}.Pod(render.RoleMain, nil)
+		Expect(err).NotTo(HaveOccurred())
+		delete(pod.Labels, v1alpha1.LabelManagedBy)
+		pod.Labels[render.LabelSelector] = dcdName
+		quarter := intstr.FromString("25%")
+		Expect(k8s.Create(ctx, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dcdName, Labels: labels, OwnerReferences: dcdRef},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To(spec.DesiredReplicas()),
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{render.LabelSelector: dcdName}},
+				Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType,
+					RollingUpdate: &appsv1.RollingUpdateDeployment{MaxSurge: &quarter, MaxUnavailable: &quarter}},
+				Template: pod},
+		})).To(Succeed())
+
+		svcName := dcdName // generateService: ServiceName dcd.Name
+		svcLabels := maps.Clone(labels)
+		svcLabels[render.LabelDiscoveryBackend], svcLabels[render.LabelDiscoveryEnabled] = render.DiscoveryKubernetes, "true"
+		port := corev1.ServicePort{Name: render.PortNameSystem, Port: render.PortSystem, TargetPort: intstr.FromString(render.PortNameSystem), Protocol: corev1.ProtocolTCP}
+		if spec.ComponentType == v1alpha1.ComponentTypeFrontend {
+			port = corev1.ServicePort{Name: render.PortNameHTTP, Port: render.PortHTTP, TargetPort: intstr.FromString(render.PortNameHTTP), Protocol: corev1.ProtocolTCP}
+		}
+		Expect(k8s.Create(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcName, OwnerReferences: dcdRef, Labels: svcLabels},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{port}, Selector: map[string]string{
+				v1alpha1.LabelComponentType: spec.ComponentType, render.LabelDynamoNamespace: render.DynamoNamespace(dgd), v1alpha1.LabelService: name}},
+		})).To(Succeed())
+	}
+	GinkgoWriter.Printf("created Dynamo's objects of %s/%s\n", ns, dgd.Name)
+}
