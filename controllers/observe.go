@@ -247,7 +247,7 @@ func (r *Reconciler) holder(ctx context.Context, ns string, n decide.HolderNeed)
 	case err != nil:
 		return decide.Holder{}, fmt.Errorf("getting %s %s/%s: %w", n.Kind, ns, n.Name, err)
 	}
-	return decide.Holder{Exists: true, Controller: metav1.GetControllerOf(obj)}, nil
+	return decide.Holder{Exists: true, Controller: metav1.GetControllerOf(obj), Deleting: !obj.GetDeletionTimestamp().IsZero()}, nil
 }
 
 // logMeasured logs the analysis measurements a pass took.

@@ -25,9 +25,11 @@ type HolderNeed struct {
 }
 
 // Holder is what holds a name: nothing (Exists false) or an object and its controller.
+// Deleting: the object is going (a deletion timestamp), so the name is being freed.
 type Holder struct {
 	Exists     bool
 	Controller *metav1.OwnerReference
+	Deleting   bool
 }
 
 // claim checks, before any write of dec is made, that every name its writes would
@@ -48,6 +50,9 @@ func claim(s *Snapshot, dec Decision) Decision {
 	var taken []string
 	seen := map[ObjectName]bool{}
 	for _, w := range dec.Writes {
+		if n, ok := frees(w); ok {
+			seen[n] = true // deleted first by the decision itself (Dynamo's frontend)
+		}
 		for _, n := range creates(s, w) {
 			if seen[n.ObjectName] {
 				continue
@@ -57,7 +62,7 @@ func claim(s *Snapshot, dec Decision) Decision {
 			switch {
 			case !ok:
 				need = append(need, n)
-			case h.Exists && (h.Controller == nil || h.Controller.UID != s.DGD.UID):
+			case h.Exists && !h.Deleting && (h.Controller == nil || h.Controller.UID != s.DGD.UID):
 				e := &backends.NameConflictError{Kind: n.Kind, Namespace: s.DGD.Namespace, Name: n.Name, DGD: s.DGD.Name}
 				if h.Controller != nil {
 					e.Owner = h.Controller.Kind + " " + h.Controller.Name
@@ -81,7 +86,9 @@ func claim(s *Snapshot, dec Decision) Decision {
 // creates are the names w would create an object under that the snapshot does not
 // show as the DGD's: an object write the DGD is to control, and each workload of an
 // Ensure that is not among the DGD's workloads, when its backend names it from the
-// DGD alone.
+// DGD alone. A name the decision deletes the holder of before (Dynamo's frontend
+// Deployment, released with propagation Orphan) and a holder being deleted are not in
+// the way; a create that still finds it there is judged then.
 func creates(s *Snapshot, w Write) []HolderNeed {
 	switch w.Op {
 	case CreateObject:
@@ -109,6 +116,17 @@ func creates(s *Snapshot, w Write) []HolderNeed {
 		return out
 	}
 	return nil
+}
+
+// frees is the name a write deletes the object of, if any.
+func frees(w Write) (ObjectName, bool) {
+	switch w.Op {
+	case DeleteObject:
+		return ObjectName{Kind: w.Kind, Name: w.Object.GetName()}, true
+	case DeleteWorkload:
+		return ObjectName{Kind: w.Workload.Kind, Name: w.Workload.Name}, true
+	}
+	return ObjectName{}, false
 }
 
 func hasWorkload(s *Snapshot, name string) bool {

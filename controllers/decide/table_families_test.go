@@ -48,6 +48,7 @@ func init() {
 		{"history", historyCases},
 		{"unschedulable", unschedulableCases},
 		{"stable", stableCases},
+		{"dynamo", dynamoCases},
 	}
 }
 
@@ -816,5 +817,22 @@ func stableCases(t *testing.T) []tcase {
 	}
 	oldUnready := variant{"new-none-ready-old-none-ready", func(s *decide.Snapshot) { s.Workloads[0].Ready, s.Workloads[1].Ready = 0, 0 }}
 	out = append(out, cases("grove/frontend-side-by-side", s, []variant{newFrontend("new-ready", 1), newFrontend("new-none-ready", 0), oldUnready})...)
+	return out
+}
+
+// dynamoCases: a DGD Dynamo's operator ran, taken over (dynamo_test.go's handover):
+// with Dynamo's operator still free to act (nothing written, DynamoOperatorActive), and
+// each pass of the take-over once its namespace-scope Lease is held.
+func dynamoCases(t *testing.T) []tcase {
+	active := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "")
+	out := []tcase{{name: "dynamo-operator-active", snap: active.snapshot()}}
+	h := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held")
+	for i := range 8 {
+		out = append(out, tcase{name: fmt.Sprintf("take-over/pass-%d", i), snap: h.snapshot()})
+		if h.dy == nil {
+			break
+		}
+		h.pass(t)
+	}
 	return out
 }
