@@ -209,22 +209,25 @@ func (s *session) watchAll(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 
 // relay sends one value on events for each event of w (dropped when one is already
 // waiting: the reader reads everything again anyway), and starts the watch again when
-// the server ends it, until ctx ends.
+// the server ends it; it stops w when ctx ends.
 func (s *session) relay(ctx context.Context, w watch.Interface, list client.ObjectList, opts []client.ListOption, events chan<- struct{}) {
 	for {
-		for range w.ResultChan() {
+		select {
+		case <-ctx.Done():
+			w.Stop()
+			return
+		case _, ok := <-w.ResultChan():
+			if !ok {
+				w.Stop()
+				var err error
+				if w, err = s.client.Watch(ctx, list, opts...); err != nil {
+					return // ctx ended, or the server refuses: the other watches go on
+				}
+			}
 			select {
 			case events <- struct{}{}:
 			default:
 			}
-		}
-		w.Stop()
-		if ctx.Err() != nil {
-			return
-		}
-		var err error
-		if w, err = s.client.Watch(ctx, list, opts...); err != nil {
-			return
 		}
 	}
 }
