@@ -438,7 +438,9 @@ type MetricStatus struct {
 type Measurement struct {
 	// Phase is Successful, Failed, Inconclusive or Error.
 	Phase MeasurementPhase `json:"phase"`
-	// Value is the query's value, as Prometheus formats it.
+	// Value is the query's value to six significant digits (1.0000000000000002 reads
+	// 1), or exact, as Prometheus formats it, when the short value would be judged
+	// otherwise (a value within rounding of a condition's threshold).
 	// +optional
 	Value string `json:"value,omitempty"`
 	// Message says why an Error or Inconclusive measurement is one.
@@ -540,14 +542,16 @@ type DynamoGraphDeploymentStatus struct {
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 	// Replicas, ReadyReplicas, UpdatedReplicas and AvailableReplicas sum the worker services.
+	// They are written when 0 too, so that kubectl's Up-to-date column reads 0 after an
+	// abort rather than nothing.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas"`
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	UpdatedReplicas int32 `json:"updatedReplicas"`
 	// +optional
-	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	AvailableReplicas int32 `json:"availableReplicas"`
 	// UpdatedReadyReplicas is the number of ready replicas on updateRevision, over every
 	// worker service; the progress deadline measures its growth.
 	// +optional

@@ -1,10 +1,7 @@
 package v1alpha1
 
 import (
-	"math"
 	"sort"
-	"strconv"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -103,39 +100,4 @@ func MergeEnv(lists ...[]corev1.EnvVar) []corev1.EnvVar {
 		}
 	}
 	return out
-}
-
-// ShortValue writes a measurement's value for people: at most six significant digits,
-// so that 1.0000000000000002 (Prometheus' exact rendering of a ratio of two sums) reads
-// 1 and 4.148936170212766 reads 4.14894. Measurement.Value keeps the exact value;
-// messages, events and the kubectl plugin print this. Very large or very small
-// magnitudes keep an exponent (1.5e+20); NaN and infinities read as Prometheus writes
-// them.
-func ShortValue(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	}
-	short := strconv.FormatFloat(v, 'g', 6, 64)
-	if strings.ContainsRune(short, 'e') {
-		if a := math.Abs(v); a >= 1e-4 && a < 1e15 {
-			r, _ := strconv.ParseFloat(short, 64)
-			return strconv.FormatFloat(r, 'f', -1, 64)
-		}
-	}
-	return short
-}
-
-// ShortValueOf is ShortValue of a value written as Prometheus writes it
-// (Measurement.Value), or the text as is when it is not a number.
-func ShortValueOf(s string) string {
-	v, err := strconv.ParseFloat(s, 64)
-	if err != nil {
-		return s
-	}
-	return ShortValue(v)
 }

@@ -346,7 +346,7 @@ func analysisSummary(ru *v1alpha1.RollingUpdateStatus) []string {
 			last := m.Measurements[n-1]
 			line += fmt.Sprintf(", last %s", last.Phase)
 			if last.Value != "" {
-				line += " " + v1alpha1.ShortValueOf(last.Value)
+				line += " " + last.Value
 			}
 		}
 		out = append(out, line)
