@@ -325,7 +325,9 @@ type RollingUpdateStatus struct {
 	// +optional
 	UpdatedServices []string `json:"updatedServices,omitempty"`
 	// CurrentStepIndex is the step of spec.rollout.steps the rollout to updateRevision
-	// is at; the number of steps once they are done. Absent without steps.
+	// is at, as an index (0-based); the number of steps once they are done. Absent
+	// without steps. Messages, events, kubectl dgd and dgd_rollout_current_step count
+	// steps from 1: index 1 of 5 steps reads "step 2/5".
 	// +optional
 	CurrentStepIndex *int32 `json:"currentStepIndex,omitempty"`
 	// CurrentStepStartTime is when that step started.
@@ -391,7 +393,8 @@ const (
 
 // AnalysisStatus is one analysis step's run.
 type AnalysisStatus struct {
-	// Step is the index of the step in spec.rollout.steps.
+	// Step is the index of the step in spec.rollout.steps (0-based; messages count
+	// from 1).
 	Step int32 `json:"step"`
 	// Phase is Running, Successful, Failed or Inconclusive.
 	Phase AnalysisPhase `json:"phase"`

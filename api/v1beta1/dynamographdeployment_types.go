@@ -228,7 +228,8 @@ type RollingUpdateStatus struct {
 	// UpdatedComponents lists the worker components fully on updateRevision.
 	// +optional
 	UpdatedComponents []string `json:"updatedComponents,omitempty"`
-	// CurrentStepIndex is the step of spec.rollout.steps the rollout is at.
+	// CurrentStepIndex is the step of spec.rollout.steps the rollout is at, as an index
+	// (0-based); messages and kubectl dgd count steps from 1 ("step 2/5").
 	// +optional
 	CurrentStepIndex *int32 `json:"currentStepIndex,omitempty"`
 	// CurrentStepStartTime is when that step started.

@@ -258,7 +258,7 @@ func header(l *live, revs map[string]*revision, st style, root *node) [][2]strin
 		fields = append(fields, [2]string{map[bool]string{true: "  Split:"}[i == 0], line})
 	}
 	fields = append(fields, revisionFields(d, revs)...)
-	for i, line := range analysisSummary(ru) {
+	for i, line := range analysisSummary(ru, len(rollout.Steps)) {
 		fields = append(fields, [2]string{map[bool]string{true: "Analysis:"}[i == 0], line})
 	}
 	return append(fields, [2]string{"Ready:", or(d.Status.Ready, none)},
@@ -332,16 +332,17 @@ func revisionFields(d *v1alpha1.DynamoGraphDeployment, revs map[string]*revision
 	return out
 }
 
-// analysisSummary is a line per metric of the latest analysis run: its step (1-based),
+// analysisSummary is a line per metric of the latest analysis run: its step ("N/M",
+// 1-based, of steps),
 // phase, and last measurement's verdict and value.
-func analysisSummary(ru *v1alpha1.RollingUpdateStatus) []string {
+func analysisSummary(ru *v1alpha1.RollingUpdateStatus, steps int) []string {
 	if ru == nil || len(ru.Analyses) == 0 {
 		return nil
 	}
 	run := ru.Analyses[len(ru.Analyses)-1]
 	var out []string
 	for _, m := range run.Metrics {
-		line := fmt.Sprintf("step %d %s: %s", run.Step+1, m.Name, m.Phase)
+		line := fmt.Sprintf("step %d/%d %s: %s", run.Step+1, steps, m.Name, m.Phase)
 		if n := len(m.Measurements); n > 0 {
 			last := m.Measurements[n-1]
 			line += fmt.Sprintf(", last %s", last.Phase)

@@ -258,7 +258,7 @@ func (w *world) canaryAt(h1, h2 string) {
 	st := &w.dgd.Status
 	st.CurrentRevision, st.UpdateRevision, st.UpdateWorkerHash, st.UpdateRevisionNumber = "vllm-"+h1+"-1", "vllm-"+h2+"-2", h2, 2
 	st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: "Paused",
-		Message: "step 2 of 3: paused until promoted", CurrentStepIndex: ptr.To[int32](1), CurrentStepKind: v1alpha1.StepPause, Attempt: 1}
+		Message: "step 2/3: paused until promoted", CurrentStepIndex: ptr.To[int32](1), CurrentStepKind: v1alpha1.StepPause, Attempt: 1}
 	w.revision(1, h1, "kubectl apply -f disagg.yaml")
 	w.revision(2, h2, "set image vllm:v2")
 }
@@ -285,7 +285,7 @@ func TestGetLeaderWorkerSet(t *testing.T) {
 	w := newWorld(v1alpha1.BackendAuto, map[string]int32{"decode": 2}, 2)
 	w.canaryAt("aaaa1111", "bbbb2222")
 	w.dgd.Status.RollingUpdate.CurrentStepIndex, w.dgd.Status.RollingUpdate.CurrentStepKind = ptr.To[int32](0), v1alpha1.StepPartition
-	w.dgd.Status.RollingUpdate.Phase, w.dgd.Status.RollingUpdate.Reason, w.dgd.Status.RollingUpdate.Message = v1alpha1.RolloutInProgress, "RollingUpdate", "step 1 of 3: moving to partition 50%"
+	w.dgd.Status.RollingUpdate.Phase, w.dgd.Status.RollingUpdate.Reason, w.dgd.Status.RollingUpdate.Message = v1alpha1.RolloutInProgress, "RollingUpdate", "step 1/3: moving to partition 50%"
 	w.deployment("Frontend", "", 1, 1)
 	w.status("Frontend", 0, "vllm-frontend", 1, 1)
 	w.leaderWorkerSet("decode", "aaaa1111", 1, 2, 1)
@@ -318,7 +318,7 @@ func TestGetAbortedCanary(t *testing.T) {
 	w := newWorld(v1alpha1.BackendAuto, map[string]int32{"decode": 1}, 2)
 	w.canaryAt("aaaa1111", "bbbb2222")
 	ru := w.dgd.Status.RollingUpdate
-	ru.Phase, ru.Reason, ru.Message = v1alpha1.RolloutAborted, v1alpha1.ReasonAnalysisFailed, `step 3 of 3: metric "error-rate" failed; every worker is back on revision 1`
+	ru.Phase, ru.Reason, ru.Message = v1alpha1.RolloutAborted, v1alpha1.ReasonAnalysisFailed, `step 3/3: metric "error-rate" failed; every worker is back on revision 1`
 	ru.CurrentStepIndex, ru.CurrentStepKind = ptr.To[int32](2), v1alpha1.StepAnalysis
 	ru.Abort = &v1alpha1.AbortStatus{Reason: v1alpha1.ReasonAnalysisFailed, StableRevision: "vllm-aaaa1111-1", StableRevisionNumber: 1}
 	ru.Analyses = []v1alpha1.AnalysisStatus{{Step: 2, Phase: v1alpha1.AnalysisFailed, Metrics: []v1alpha1.MetricStatus{
@@ -405,7 +405,7 @@ func TestGetWatch(t *testing.T) {
 
 	must(t, c.Get(bg, client.ObjectKey{Namespace: "default", Name: "vllm"}, dgd))
 	ru := dgd.Status.RollingUpdate
-	ru.Phase, ru.Reason, ru.Message, ru.CurrentStepIndex, ru.CurrentStepKind = v1alpha1.RolloutInProgress, "RollingUpdate", "step 3 of 3", ptr.To[int32](3), ""
+	ru.Phase, ru.Reason, ru.Message, ru.CurrentStepIndex, ru.CurrentStepKind = v1alpha1.RolloutInProgress, "RollingUpdate", "step 3/3", ptr.To[int32](3), ""
 	must(t, c.Status().Update(bg, dgd))
 	waitFor(t, out, "Name:", 3)
 

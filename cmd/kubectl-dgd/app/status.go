@@ -254,10 +254,11 @@ func pausedLines(dgd *v1alpha1.DynamoGraphDeployment, ru *v1alpha1.RollingUpdate
 }
 
 // stepLine says which step of spec.rollout.steps the rollout holds at and why, from
-// the status's step fields: "step 2 of 3: paused until promoted".
+// the status's step fields, 1-based as the operator's messages: "step 2/3: paused until
+// promoted".
 func stepLine(dgd *v1alpha1.DynamoGraphDeployment, ru *v1alpha1.RollingUpdateStatus) string {
 	list, i := dgd.RolloutOrDefault().Steps, int(*ru.CurrentStepIndex)
-	where := fmt.Sprintf("step %d of %d", i+1, len(list))
+	where := fmt.Sprintf("step %d/%d", i+1, len(list))
 	switch ru.CurrentStepKind {
 	case v1alpha1.StepPause:
 		if ru.CurrentStepEndTime == nil || i >= len(list) || list[i].Pause == nil || list[i].Pause.Duration == nil {

@@ -123,7 +123,7 @@ func TestRolloutStatus(t *testing.T) {
 					Message: "words the plugin does not read", CurrentStepIndex: ptr.To[int32](1), CurrentStepKind: v1alpha1.StepPause}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 2 of 3: paused until promoted (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: step 2/3: paused until promoted (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at a timed pause step": {
@@ -133,7 +133,7 @@ func TestRolloutStatus(t *testing.T) {
 					CurrentStepIndex: ptr.To[int32](0), CurrentStepKind: v1alpha1.StepPause, CurrentStepEndTime: &end}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 1 of 3: paused for 2m0s, until 2026-01-02T03:04:05Z (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: step 1/3: paused for 2m0s, until 2026-01-02T03:04:05Z (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at an inconclusive analysis step": {
@@ -142,7 +142,7 @@ func TestRolloutStatus(t *testing.T) {
 					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepAnalysis}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 3 of 3: analysis inconclusive, promote or abort (promote with \"kubectl dgd rollout promote g\" or abort with \"kubectl dgd rollout abort g\")...\n",
+				"Waiting for rollout to finish: step 3/3: analysis inconclusive, promote or abort (promote with \"kubectl dgd rollout promote g\" or abort with \"kubectl dgd rollout abort g\")...\n",
 			},
 		},
 		"held at a running analysis step": {
@@ -151,7 +151,7 @@ func TestRolloutStatus(t *testing.T) {
 					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepAnalysis}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 3 of 3: analysis running (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: step 3/3: analysis running (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at the partition is done": {
