@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/kubectl/pkg/util/podutils"
+	"k8s.io/utils/ptr"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -176,7 +178,7 @@ func (b *builder) services(h string) []*node {
 		ready, total := 0, 0
 		for _, p := range b.podsWhere(name, h, func(*corev1.Pod) bool { return true }) {
 			total++
-			if podReady(p) {
+			if podutils.IsPodReady(p) {
 				ready++
 			}
 		}
@@ -239,10 +241,7 @@ func (b *builder) deployments(mine func(map[string]string) bool, claimed map[str
 		if !mine(d.Labels) {
 			continue
 		}
-		want := int32(1)
-		if d.Spec.Replicas != nil {
-			want = *d.Spec.Replicas
-		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
 		n := &node{symbol: symbolWorkload, name: d.Name, kind: "Deployment", age: b.age(d.ObjectMeta),
 			info: fmt.Sprintf("ready:%d/%d", d.Status.ReadyReplicas, want)}
 		n.tone, n.status = replicasHealth(want, d.Status.Replicas, d.Status.ReadyReplicas)
@@ -269,13 +268,7 @@ func (b *builder) leaderWorkerSets(mine func(map[string]string) bool, claimed ma
 		if !mine(l.Labels) {
 			continue
 		}
-		want, size := int32(1), int32(1)
-		if l.Spec.Replicas != nil {
-			want = *l.Spec.Replicas
-		}
-		if l.Spec.LeaderWorkerTemplate.Size != nil {
-			size = *l.Spec.LeaderWorkerTemplate.Size
-		}
+		want, size := ptr.Deref(l.Spec.Replicas, 1), ptr.Deref(l.Spec.LeaderWorkerTemplate.Size, 1)
 		n := &node{symbol: symbolWorkload, name: l.Name, kind: "LeaderWorkerSet", age: b.age(l.ObjectMeta),
 			info: fmt.Sprintf("groups ready:%d/%d, size:%d", l.Status.ReadyReplicas, want, size)}
 		n.tone, n.status = replicasHealth(want, l.Status.Replicas, l.Status.ReadyReplicas)
@@ -433,7 +426,7 @@ func (b *builder) pod(p *corev1.Pod) *node {
 		n.tone, n.status = healthNeutral, "Terminating"
 	case p.Status.Phase == corev1.PodFailed:
 		n.tone = healthBad
-	case podReady(p):
+	case podutils.IsPodReady(p):
 		n.tone = healthOK
 	default:
 		n.tone = healthProgressing
@@ -442,16 +435,6 @@ func (b *builder) pod(p *corev1.Pod) *node {
 		n.status = string(corev1.PodPending)
 	}
 	return n
-}
-
-// podReady reports the pod's Ready condition.
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 // replicasHealth is a workload's health from its replicas: ScaledDown at 0, Healthy
