@@ -166,7 +166,9 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 	if ru == nil {
 		ru = &v1alpha1.RollingUpdateStatus{}
 	}
-	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == v1alpha1.ReasonPartitioned {
+	// Held at spec.rollout.partition is done; a step's partition reached is not: the
+	// next step follows (spec.rollout.steps cannot end at a partition short of 100%).
+	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == v1alpha1.ReasonPartitioned && len(dgd.RolloutOrDefault().Steps) == 0 {
 		return []string{partitionedLine(dgd)}, true, nil
 	}
 	lines := pausedLines(dgd, ru)

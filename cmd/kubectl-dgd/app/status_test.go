@@ -163,6 +163,18 @@ func TestRolloutStatus(t *testing.T) {
 			lines: []string{"partitioned roll out complete: prefill 2 of 4 new replicas have been updated...\n"},
 			done:  true,
 		},
+		"a step's partition reached is not done: the next step follows": {
+			dgd: withSteps(dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: "Partitioned",
+					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepPartition}
+				st.Services["prefill"] = v1alpha1.ServiceStatus{Replicas: 4, Workloads: []v1alpha1.WorkloadStatus{
+					{Revision: 2, Replicas: 2, ReadyReplicas: 2}, {Revision: 1, Replicas: 2, ReadyReplicas: 2}}}
+			})),
+			lines: []string{
+				"Waiting for rollout to finish: step 3/3 (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: prefill: 2 out of 4 new replicas have been updated...\n",
+			},
+		},
 		"counts done but the phase not yet Completed waits for the operator": {
 			dgd:   dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) { st.RollingUpdate.Message = "draining revision 1" }),
 			lines: []string{"Waiting for rollout to finish: draining revision 1...\n"},
