@@ -68,6 +68,15 @@ var AnalysisMeasurements = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Measurements (Prometheus queries) of the analysis steps of a DynamoGraphDeployment's rollouts, by outcome.",
 }, []string{"namespace", "name", "phase"})
 
+// RolloutCurrentStep is the step of spec.rollout.steps a DGD's rollout is at, 1-based
+// as messages and the plugin count (status.rollingUpdate.currentStepIndex + 1), or -1
+// when it is at none (no steps, or they are done), as
+// dgd_rollout_current_step{namespace, name}. ObserveStatus sets it.
+var RolloutCurrentStep = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "dgd_rollout_current_step",
+	Help: "Step of spec.rollout.steps a DynamoGraphDeployment's rollout is at, 1-based; -1 when none (no steps, or every step done).",
+}, []string{"namespace", "name"})
+
 // rolloutPhases are the values of the phase label of dgd_rollout_phase.
 var rolloutPhases = []v1alpha1.RolloutPhase{
 	v1alpha1.RolloutPending, v1alpha1.RolloutInProgress, v1alpha1.RolloutPaused,
@@ -75,7 +84,7 @@ var rolloutPhases = []v1alpha1.RolloutPhase{
 }
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutDuration, RevisionsKept, ReconcileErrors, StaleReads, AnalysisMeasurements)
+	ctrlmetrics.Registry.MustRegister(RolloutSteps, RolloutPhase, RolloutCurrentStep, RolloutDuration, RevisionsKept, ReconcileErrors, StaleReads, AnalysisMeasurements)
 }
 
 // ObservePhase sets dgd_rollout_phase of DGD namespace/name: 1 for phase, 0 for every
@@ -103,8 +112,8 @@ func ObserveReconcileError(namespace, name string) {
 }
 
 // ObserveStatus records the status a reconcile pass leaves, given the status the pass
-// started from (old, possibly nil) and the one it leaves (cur): the phase (ObservePhase)
-// and, when cur completes a rollout that old had not (rollingUpdate.endTime newly set),
+// started from (old, possibly nil) and the one it leaves (cur): the phase (ObservePhase),
+// the current step (RolloutCurrentStep) and, when cur completes a rollout that old had not (rollingUpdate.endTime newly set),
 // its duration (ObserveRolloutDuration). Call it after a status write succeeded and on a
 // pass that needs no write (old equal to cur: the phase is set, so a restarted operator
 // reports it at once, and no duration is observed); not after a failed write, so that a
@@ -115,19 +124,25 @@ func ObserveStatus(namespace, name string, old, cur *v1alpha1.DynamoGraphDeploym
 		return
 	}
 	ObservePhase(namespace, name, string(ru.Phase))
+	step := -1.0
+	if ru.CurrentStepIndex != nil && ru.CurrentStepKind != "" {
+		step = float64(*ru.CurrentStepIndex + 1)
+	}
+	RolloutCurrentStep.WithLabelValues(namespace, name).Set(step)
 	wasDone := old != nil && old.RollingUpdate != nil && old.RollingUpdate.EndTime != nil
 	if ru.Phase == v1alpha1.RolloutCompleted && ru.EndTime != nil && ru.StartTime != nil && !wasDone {
 		ObserveRolloutDuration(ru.EndTime.Sub(ru.StartTime.Time).Seconds())
 	}
 }
 
-// ForgetDGD deletes every per-DGD series of DGD namespace/name (steps, phase, revisions
-// kept, reconcile errors, analysis measurements), so a deleted DGD stops being reported. The duration
+// ForgetDGD deletes every per-DGD series of DGD namespace/name (steps, phase, current
+// step, revisions kept, reconcile errors, analysis measurements), so a deleted DGD stops being reported. The duration
 // histogram has no per-DGD series.
 func ForgetDGD(namespace, name string) {
 	labels := prometheus.Labels{"namespace": namespace, "name": name}
 	RolloutSteps.DeletePartialMatch(labels)
 	RolloutPhase.DeletePartialMatch(labels)
+	RolloutCurrentStep.DeletePartialMatch(labels)
 	RevisionsKept.DeletePartialMatch(labels)
 	ReconcileErrors.DeletePartialMatch(labels)
 	AnalysisMeasurements.DeletePartialMatch(labels)

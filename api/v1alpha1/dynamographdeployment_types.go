@@ -327,7 +327,9 @@ type RollingUpdateStatus struct {
 	// +optional
 	UpdatedServices []string `json:"updatedServices,omitempty"`
 	// CurrentStepIndex is the step of spec.rollout.steps the rollout to updateRevision
-	// is at; the number of steps once they are done. Absent without steps.
+	// is at, as an index (0-based); the number of steps once they are done. Absent
+	// without steps. Messages, events, kubectl dgd and dgd_rollout_current_step count
+	// steps from 1: index 1 of 5 steps reads "step 2/5".
 	// +optional
 	CurrentStepIndex *int32 `json:"currentStepIndex,omitempty"`
 	// CurrentStepStartTime is when that step started.
@@ -393,7 +395,8 @@ const (
 
 // AnalysisStatus is one analysis step's run.
 type AnalysisStatus struct {
-	// Step is the index of the step in spec.rollout.steps.
+	// Step is the index of the step in spec.rollout.steps (0-based; messages count
+	// from 1).
 	Step int32 `json:"step"`
 	// Phase is Running, Successful, Failed or Inconclusive.
 	Phase AnalysisPhase `json:"phase"`
@@ -440,7 +443,9 @@ type MetricStatus struct {
 type Measurement struct {
 	// Phase is Successful, Failed, Inconclusive or Error.
 	Phase MeasurementPhase `json:"phase"`
-	// Value is the query's value, as Prometheus formats it.
+	// Value is the query's value to six significant digits (1.0000000000000002 reads
+	// 1), or exact, as Prometheus formats it, when the short value would be judged
+	// otherwise (a value within rounding of a condition's threshold).
 	// +optional
 	Value string `json:"value,omitempty"`
 	// Message says why an Error or Inconclusive measurement is one.
@@ -542,14 +547,16 @@ type DynamoGraphDeploymentStatus struct {
 	// +optional
 	CollisionCount *int32 `json:"collisionCount,omitempty"`
 	// Replicas, ReadyReplicas, UpdatedReplicas and AvailableReplicas sum the worker services.
+	// They are written when 0 too, so that kubectl's Up-to-date column reads 0 after an
+	// abort rather than nothing.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas"`
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	UpdatedReplicas int32 `json:"updatedReplicas"`
 	// +optional
-	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	AvailableReplicas int32 `json:"availableReplicas"`
 	// UpdatedReadyReplicas is the number of ready replicas on updateRevision, over every
 	// worker service; the progress deadline measures its growth.
 	// +optional

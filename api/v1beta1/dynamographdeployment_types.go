@@ -228,7 +228,8 @@ type RollingUpdateStatus struct {
 	// UpdatedComponents lists the worker components fully on updateRevision.
 	// +optional
 	UpdatedComponents []string `json:"updatedComponents,omitempty"`
-	// CurrentStepIndex is the step of spec.rollout.steps the rollout is at.
+	// CurrentStepIndex is the step of spec.rollout.steps the rollout is at, as an index
+	// (0-based); messages and kubectl dgd count steps from 1 ("step 2/5").
 	// +optional
 	CurrentStepIndex *int32 `json:"currentStepIndex,omitempty"`
 	// CurrentStepStartTime is when that step started.
@@ -281,13 +282,13 @@ type DynamoGraphDeploymentStatus struct {
 	// Replicas, ReadyReplicas, UpdatedReplicas and AvailableReplicas sum the worker
 	// components.
 	// +optional
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas"`
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 	// +optional
-	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+	UpdatedReplicas int32 `json:"updatedReplicas"`
 	// +optional
-	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+	AvailableReplicas int32 `json:"availableReplicas"`
 	// UpdatedReadyReplicas is the number of ready replicas on updateRevision.
 	// +optional
 	UpdatedReadyReplicas int32 `json:"updatedReadyReplicas,omitempty"`

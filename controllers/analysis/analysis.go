@@ -77,7 +77,7 @@ type Result struct {
 // Measurement is one evaluated query.
 type Measurement struct {
 	Phase   Phase
-	Value   string // the value, as Prometheus formats it ("" for an error)
+	Value   string // the value, as shownValue writes it ("" for an error)
 	Message string // why, for an Error or an Inconclusive or Failed measurement
 	At      time.Time
 }
@@ -139,6 +139,7 @@ func Evaluate(m Metric, r Result, at time.Time) Measurement {
 	if err != nil {
 		return fail(err.Error())
 	}
+	out.Value = shownValue(m, r.Value, out.Value, success, failure)
 	switch {
 	case failure != nil && *failure:
 		out.Phase, out.Message = Failed, fmt.Sprintf("failureCondition %q holds for %s", m.FailureCondition, out.Value)
@@ -152,6 +153,28 @@ func Evaluate(m Metric, r Result, at time.Time) Measurement {
 		out.Phase, out.Message = Inconclusive, fmt.Sprintf("neither successCondition %q nor failureCondition %q holds for %s", m.SuccessCondition, m.FailureCondition, out.Value)
 	}
 	return out
+}
+
+// shownValue is v as a measurement records it and messages print it: ShortValue (six
+// significant digits: 1.0000000000000002, a ratio of two sums as Prometheus writes it,
+// reads 1), unless the conditions judge the short value otherwise than v (v within
+// rounding of a threshold: "result <= 1.2" does not hold for 1.2000000000001, which
+// would read 1.2), then exact.
+func shownValue(m Metric, v float64, exact string, success, failure *bool) string {
+	short := ShortValue(v)
+	rounded, err := strconv.ParseFloat(short, 64)
+	if err != nil || rounded == v {
+		return short
+	}
+	s2, f2, err := conditions(m, rounded)
+	if err != nil || !sameVerdict(s2, success) || !sameVerdict(f2, failure) {
+		return exact
+	}
+	return short
+}
+
+func sameVerdict(a, b *bool) bool {
+	return (a == nil) == (b == nil) && (a == nil || *a == *b)
 }
 
 // conditions evaluates the set conditions of m on v (nil: not set).
@@ -221,6 +244,23 @@ func NextAt(m Metric, t Tally, start time.Time) time.Time {
 		return t.Last.At.Add(min(m.Interval, ErrorRetryInterval))
 	}
 	return t.Last.At.Add(m.Interval)
+}
+
+// ShortValue writes v for people: at most six significant digits, so that
+// 4.148936170212766 reads 4.14894; a very large or very small magnitude keeps an
+// exponent (1.5e+20), NaN and the infinities read as Prometheus writes them.
+func ShortValue(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return FormatValue(v)
+	}
+	short := strconv.FormatFloat(v, 'g', 6, 64)
+	if strings.ContainsRune(short, 'e') {
+		if a := math.Abs(v); a >= 1e-4 && a < 1e15 {
+			r, _ := strconv.ParseFloat(short, 64)
+			return strconv.FormatFloat(r, 'f', -1, 64)
+		}
+	}
+	return short
 }
 
 // FormatValue formats a sample value as Prometheus' API does.

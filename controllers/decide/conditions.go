@@ -70,13 +70,13 @@ func ready(v *view, st *v1alpha1.DynamoGraphDeploymentStatus, set func(string, m
 	ru := st.RollingUpdate
 	switch {
 	case ru.Phase == v1alpha1.RolloutAborted:
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ru.Reason, fmt.Sprintf("%s replicas ready; rollout aborted: %s", st.Ready, ru.Message))
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, ru.Reason, fmt.Sprintf("%s; rollout aborted: %s", replicasReady(v, st), ru.Message))
 	case ru.Phase == v1alpha1.RolloutCompleted && allReady(v, st, true):
 		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonAllReplicasReady, "every service has all its replicas ready on the update revision")
 	case ru.Phase == v1alpha1.RolloutPaused && allReady(v, st, false):
-		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ru.Reason, fmt.Sprintf("%s replicas ready; rollout held: %s", st.Ready, ru.Message))
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, ru.Reason, fmt.Sprintf("%s; rollout held: %s", replicasReady(v, st), ru.Message))
 	default:
-		msg := fmt.Sprintf("%s replicas ready, rollout %s", st.Ready, ru.Phase)
+		msg := fmt.Sprintf("%s, rollout %s", replicasReady(v, st), ru.Phase)
 		for _, name := range v.dgd.ServiceNames() {
 			if m := st.Services[name].Message; m != "" {
 				msg += "; " + m
@@ -84,6 +84,24 @@ func ready(v *view, st *v1alpha1.DynamoGraphDeploymentStatus, set func(string, m
 		}
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonReplicasNotReady, msg)
 	}
+}
+
+// replicasReady says how many replicas are ready, over every service: "7/7 replicas
+// ready", against the replicas desired; while revisions run side by side with more
+// replicas than desired (the surge of a rollout, a canary held beside the stable
+// revision), against the replicas that exist, with the desired count beside it: "9/9
+// replicas ready (7 desired, 2 more while revisions run side by side)", not "9/7".
+func replicasReady(v *view, st *v1alpha1.DynamoGraphDeploymentStatus) string {
+	var ready, exist, desired int32
+	for _, name := range v.dgd.ServiceNames() {
+		ready += st.Services[name].ReadyReplicas
+		exist += st.Services[name].Replicas
+		desired += v.dgd.Spec.Services[name].DesiredReplicas()
+	}
+	if exist <= desired {
+		return fmt.Sprintf("%d/%d replicas ready", ready, desired)
+	}
+	return fmt.Sprintf("%d/%d replicas ready (%d desired, %d more while revisions run side by side)", ready, exist, desired, exist-desired)
 }
 
 // reconciling sets the kstatus conditions (Flux, kpt, cli-utils): Reconciling True reads
@@ -110,7 +128,7 @@ func reconciling(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, se
 	case ru.Phase == v1alpha1.RolloutInProgress || ru.Phase == v1alpha1.RolloutPending:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonRollingUpdate, ru.Message)
 	case !running || ru.Phase == v1alpha1.RolloutCompleted && !updated:
-		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonReplicasNotReady, fmt.Sprintf("%s replicas ready", st.Ready))
+		set(v1alpha1.ConditionReconciling, metav1.ConditionTrue, v1alpha1.ReasonReplicasNotReady, replicasReady(v, st))
 	case held:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, ru.Reason, ru.Message)
 	default:

@@ -47,7 +47,7 @@ func runSteps(v *view, h *history, a *attempt, d *draft) (stepped, error) {
 	out.State.Start = out.State.Start.Truncate(time.Second) // as status.rollingUpdate stores it
 	stepEvents(h, d, out, book, len(list))
 	if out.Abort != "" {
-		a.abort = startAbort(v, h, d, v1alpha1.ReasonAnalysisFailed, fmt.Sprintf("step %d of %d: %s", out.State.Index+1, len(list), out.Abort))
+		a.abort = startAbort(v, h, d, v1alpha1.ReasonAnalysisFailed, fmt.Sprintf("step %d/%d: %s", out.State.Index+1, len(list), out.Abort))
 		return stepped{hold: &out, analyses: book.statuses(), count: len(list)}, nil
 	}
 	if !out.RequeueAt.IsZero() {
@@ -133,9 +133,9 @@ func stepEvents(h *history, d *draft, out steps.Output, book *analysisBook, coun
 	for _, j := range book.finished() {
 		switch j.Phase {
 		case v1alpha1.AnalysisSuccessful:
-			d.event("Normal", v1alpha1.EventAnalysisSucceeded, fmt.Sprintf("revision %d: step %d of %d: %s", h.update.Number, j.Step+1, count, j.Message))
+			d.event("Normal", v1alpha1.EventAnalysisSucceeded, fmt.Sprintf("revision %d: step %d/%d: %s", h.update.Number, j.Step+1, count, j.Message))
 		case v1alpha1.AnalysisInconclusive:
-			d.event("Warning", v1alpha1.EventAnalysisInconclusive, fmt.Sprintf("revision %d: step %d of %d: %s; the rollout holds: promote or abort it", h.update.Number, j.Step+1, count, j.Message))
+			d.event("Warning", v1alpha1.EventAnalysisInconclusive, fmt.Sprintf("revision %d: step %d/%d: %s; the rollout holds: promote or abort it", h.update.Number, j.Step+1, count, j.Message))
 		}
 	}
 }

@@ -124,7 +124,7 @@ func Run(in Input) Output {
 	switch {
 	case r.st.Index >= len(in.Steps):
 	case in.Promotion.Full:
-		r.out.Ended = append(r.out.Ended, fmt.Sprintf("steps %d to %d of %d skipped: promoted in full", r.st.Index+1, len(in.Steps), len(in.Steps)))
+		r.out.Ended = append(r.out.Ended, fmt.Sprintf("steps %d-%d/%d skipped: promoted in full", r.st.Index+1, len(in.Steps), len(in.Steps)))
 		r.st.Index, r.st.Start = len(in.Steps), in.Now
 	case in.NothingToRoll:
 		r.st.Index, r.st.Start = len(in.Steps), in.Now
@@ -147,13 +147,13 @@ type run struct {
 
 // end ends the step the run is at, for why, and starts the next now.
 func (r *run) end(why string) {
-	r.out.Ended = append(r.out.Ended, fmt.Sprintf("step %d of %d %s", r.st.Index+1, len(r.in.Steps), why))
+	r.out.Ended = append(r.out.Ended, fmt.Sprintf("step %d/%d %s", r.st.Index+1, len(r.in.Steps), why))
 	r.st.Index++
 	r.st.Start = r.in.Now
 }
 
-// where names the step the run is at: "step 2 of 3".
-func (r *run) where() string { return fmt.Sprintf("step %d of %d", r.st.Index+1, len(r.in.Steps)) }
+// where names the step the run is at, 1-based: "step 2/3".
+func (r *run) where() string { return fmt.Sprintf("step %d/%d", r.st.Index+1, len(r.in.Steps)) }
 
 // holdsAt reports whether the step the run is at holds this pass (the output says how),
 // else ends it.

@@ -92,7 +92,7 @@ func TestRunPartitionsAndTimedPause(t *testing.T) {
 	if o.State.Index != 1 || !o.Paused || o.Partition.Value != 75 || !o.RequeueAt.Equal(t0.Add(time.Second+time.Minute)) {
 		t.Fatalf("after reaching 75%%: %+v, want the pause of step 1 until %s", o, t0.Add(time.Second+time.Minute))
 	}
-	if len(o.Ended) != 1 || o.Ended[0] != "step 1 of 4 reached partition 75%" {
+	if len(o.Ended) != 1 || o.Ended[0] != "step 1/4 reached partition 75%" {
 		t.Errorf("ended %q", o.Ended)
 	}
 	in.State, in.Now = o.State, o.RequeueAt.Add(-time.Millisecond)
@@ -119,7 +119,7 @@ func TestRunPauseUntilPromoted(t *testing.T) {
 	w := &world{old: 50}
 	in := Input{Steps: steps, Now: t0, Promotion: Promotion{Through: -1}, Phase: w.phase}
 	o := Run(in)
-	if o.State.Index != 1 || !o.Paused || !o.RequeueAt.IsZero() || o.Message != "step 2 of 3: paused until promoted" {
+	if o.State.Index != 1 || !o.Paused || !o.RequeueAt.IsZero() || o.Message != "step 2/3: paused until promoted" {
 		t.Fatalf("%+v, want step 2 paused until promoted", o)
 	}
 	in.State, in.Now = o.State, t0.Add(24*time.Hour)
@@ -161,7 +161,7 @@ func TestRunAnalysisPasses(t *testing.T) {
 	// The controller measures and runs the machine again in the same pass.
 	in.State, in.Tallies = o.State, measured(nil, o.Due, analysis.Successful, t0)
 	o = Run(in)
-	if o.State.Index != 1 || len(o.Due) != 0 || !o.RequeueAt.Equal(t0.Add(10*time.Second)) || !strings.HasPrefix(o.Message, "step 2 of 3: analysis running: measured a 1/2") {
+	if o.State.Index != 1 || len(o.Due) != 0 || !o.RequeueAt.Equal(t0.Add(10*time.Second)) || !strings.HasPrefix(o.Message, "step 2/3: analysis running: measured a 1/2") {
 		t.Fatalf("%+v, want the analysis running, the next measurement in 10 s", o)
 	}
 	in.Now = t0.Add(9 * time.Second)
@@ -175,7 +175,7 @@ func TestRunAnalysisPasses(t *testing.T) {
 	}
 	in.Tallies = measured(in.Tallies, o.Due, analysis.Successful, in.Now)
 	o = Run(in)
-	if o.State.Index != 2 || o.Paused || o.Partition.Value != 0 || len(o.Ended) != 1 || o.Ended[0] != "step 2 of 3 analysis passed" {
+	if o.State.Index != 2 || o.Paused || o.Partition.Value != 0 || len(o.Ended) != 1 || o.Ended[0] != "step 2/3 analysis passed" {
 		t.Fatalf("%+v, want step 3 moving to 0%% after the analysis passed", o)
 	}
 	if j := o.Analyses[0]; j.Step != 1 || j.Phase != analysis.Successful || !strings.Contains(j.Message, `metric "a" passed: 2 of 2`) {

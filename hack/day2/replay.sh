@@ -26,7 +26,7 @@ run kubectl dgd rollout history vllm-disagg --revision=2
 echo "## frontend"
 run kubectl dgd set image vllm-disagg Frontend=nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.4.1 --change-cause=\"frontend 0.4.1\"
 run kubectl dgd rollout status vllm-disagg
-run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd get vllm-disagg
 run kubectl dgd rollout history vllm-disagg
 run kubectl get dgd vllm-disagg -o jsonpath="'{.status.updateRevision} {.status.updateWorkerHash}{\"\\n\"}'"
 
@@ -36,7 +36,7 @@ run "$(img 0.5.0)"
 run kubectl dgd rollout status vllm-disagg
 run kubectl get dgd vllm-disagg
 run "$conditions"
-run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd get vllm-disagg
 run kubectl dgd rollout promote vllm-disagg
 run kubectl dgd rollout status vllm-disagg
 run "$conditions"
@@ -82,10 +82,10 @@ echo "## steps"
 run kubectl patch dgd vllm-disagg --type=merge -p "'{\"spec\":{\"rollout\":{\"steps\":[{\"partition\":\"75%\"},{\"pause\":{\"duration\":\"20s\"}},{\"partition\":\"25%\"},{\"pause\":{}}]}}}'"
 run "$(img 0.6.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.currentStepIndex}'=1" --timeout=60s
-run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd get vllm-disagg
 run kubectl get dgd vllm-disagg -o jsonpath="'{.status.rollingUpdate.message}{\"\\n\"}'"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.currentStepIndex}'=3" --timeout=90s
-run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd get vllm-disagg
 run kubectl dgd rollout status vllm-disagg --watch=false
 run "$conditions"
 run kubectl dgd rollout promote vllm-disagg
@@ -94,7 +94,7 @@ run "kubectl get events --field-selector reason=RolloutStepEnded -o custom-colum
 run kubectl dgd rollout partition vllm-disagg 50%
 
 echo "## analysis"
-analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}step {.step}: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, successful {.successful}, failed {.failed}, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
+analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}steps[{.step}]: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, successful {.successful}, failed {.failed}, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
 run kubectl patch dgd vllm-disagg --type=merge --patch-file config/samples/canary-analysis.yaml
 run "$(img 0.7.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s
@@ -106,10 +106,10 @@ run "kubectl get events --field-selector reason=AnalysisSucceeded -o custom-colu
 echo "## abort"
 run "$(img 0.7.1-errors)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.phase}'=Aborted" --timeout=90s
-run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd get vllm-disagg
 run kubectl wait dgd/vllm-disagg --for=condition=Reconciling=False --timeout=90s
 run kubectl get dgd vllm-disagg
-run kubectl get deploy -L nvidia.com/dynamo-worker-hash
+run kubectl dgd get vllm-disagg
 run "$conditions"
 run "$analyses"
 run kubectl dgd rollout status vllm-disagg

@@ -132,7 +132,7 @@ var _ = Describe("analysis steps against a real Prometheus", func() {
 		ru := d.Status.RollingUpdate
 		Expect(ru.Reason).To(Equal(v1alpha1.ReasonAnalysisFailed))
 		// 30% of the canary's requests fail: over 10 s of counters the ratio reads about 0.3.
-		Expect(ru.Abort.Message).To(MatchRegexp(`^step 2 of 4: metric "error-rate" failed: 1 failed measurement\(s\), more than failureLimit 0; last value 0\.(2[5-9]|3)[0-9]*: successCondition "result < 0.05" does not hold for 0\.(2[5-9]|3)`))
+		Expect(ru.Abort.Message).To(MatchRegexp(`^step 2/4: metric "error-rate" failed: 1 failed measurement\(s\), more than failureLimit 0; last value 0\.(2[5-9]|3)[0-9]*: successCondition "result < 0.05" does not hold for 0\.(2[5-9]|3)`))
 		Expect(*ru.CurrentStepIndex).To(Equal(int32(1)))
 		Expect(d.Spec.Services["decode"].ExtraPodSpec.MainContainer.Image).To(Equal("vllm:v2-errors"), "the spec is not changed")
 		Expect(d.Status.CurrentRevision).To(Equal(stableRev))

@@ -99,7 +99,7 @@ var _ = Describe("Deployment backend on the local control plane", func() {
 		d = s.dgd()
 		Expect(Pool(d, 1)).To(Equal(map[string]int32{"prefill": 1, "decode": 1}))
 		Expect(Pool(d, 2)).To(Equal(map[string]int32{"prefill": 3, "decode": 1}))
-		Expect(d.Status.RollingUpdate.Message).To(HavePrefix("step 4 of 4: paused until promoted"))
+		Expect(d.Status.RollingUpdate.Message).To(HavePrefix("step 4/4: paused until promoted"))
 		held := Pool(d, 2)
 		Consistently(func() map[string]int32 { return Pool(s.dgd(), 2) }, 3*PodReadyDelay, 200*time.Millisecond).Should(Equal(held))
 		s.update(func(d *v1alpha1.DynamoGraphDeployment) {

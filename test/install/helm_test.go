@@ -370,7 +370,7 @@ func metricNames() map[string]bool {
 	re := regexp.MustCompile(`fqName: "([^"]+)"`)
 	out := map[string]bool{}
 	for _, c := range []prometheus.Collector{controllers.RolloutSteps, controllers.RolloutPhase, controllers.RolloutDuration,
-		controllers.RevisionsKept, controllers.ReconcileErrors, controllers.StaleReads, controllers.AnalysisMeasurements} {
+		controllers.RolloutCurrentStep, controllers.RevisionsKept, controllers.ReconcileErrors, controllers.StaleReads, controllers.AnalysisMeasurements} {
 		ch := make(chan *prometheus.Desc, 4)
 		go func() { c.Describe(ch); close(ch) }()
 		for d := range ch {

@@ -51,7 +51,7 @@ func argoStates() map[string]*v1alpha1.DynamoGraphDeployment {
 		"paused mid-rollout":      base(&v1alpha1.RolloutSpec{Paused: true}, 3, ru(v1alpha1.RolloutPaused, nil, 1, false), "r3", "r4"),
 		"rolling":                 base(&v1alpha1.RolloutSpec{}, 3, ru(v1alpha1.RolloutInProgress, nil, 1, false), "r3", "r4"),
 		"spec not observed":       base(&v1alpha1.RolloutSpec{Steps: steps}, 2, ru(v1alpha1.RolloutPaused, ptr.To[int32](1), 1, false), "r3", "r4"),
-		"step 2 of 4, held":       base(&v1alpha1.RolloutSpec{Steps: steps}, 3, ru(v1alpha1.RolloutPaused, ptr.To[int32](1), 1, false), "r3", "r4"),
+		"step 2/4, held":          base(&v1alpha1.RolloutSpec{Steps: steps}, 3, ru(v1alpha1.RolloutPaused, ptr.To[int32](1), 1, false), "r3", "r4"),
 		"last step, held":         base(&v1alpha1.RolloutSpec{Steps: steps}, 3, ru(v1alpha1.RolloutPaused, ptr.To[int32](3), 2, false), "r3", "r4"),
 		"steps done":              base(&v1alpha1.RolloutSpec{Steps: steps}, 3, ru(v1alpha1.RolloutInProgress, ptr.To[int32](4), 1, false), "r3", "r4"),
 		"steps done, paused":      base(&v1alpha1.RolloutSpec{Steps: steps, Paused: true}, 3, ru(v1alpha1.RolloutPaused, ptr.To[int32](4), 1, false), "r3", "r4"),

@@ -97,7 +97,8 @@ func templatesYAML(rev *appsv1.ControllerRevision) (string, error) {
 	if err := json.Unmarshal(raw, &tree); err != nil {
 		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
 	}
-	delete(tree, "wholeGraph") // how the data is stored, not what the graph was
+	delete(tree, "wholeGraph")    // how the data is stored, not what the graph was
+	delete(tree, "renderVersion") // the operator's rendering generation, not something a user wrote
 	services, _ := tree["services"].(map[string]any)
 	for _, svc := range services {
 		pruneMainContainer(svc)

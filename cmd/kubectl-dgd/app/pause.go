@@ -137,7 +137,7 @@ func (s *session) promote(ctx context.Context, out io.Writer, name string, full 
 		_, err := fmt.Fprintf(out, "%s already promoted\n", ref(name))
 		return err
 	}
-	value, done := fmt.Sprintf("%d/%d", dgd.Status.UpdateRevisionNumber, step+1), fmt.Sprintf("promoted (step %d of %d)", step+1, len(ro.Steps))
+	value, done := fmt.Sprintf("%d/%d", dgd.Status.UpdateRevisionNumber, step+1), fmt.Sprintf("promoted (step %d/%d)", step+1, len(ro.Steps))
 	if full || step >= len(ro.Steps) {
 		value, done = fmt.Sprintf("%d/full", dgd.Status.UpdateRevisionNumber), "promoted (every step)"
 	}

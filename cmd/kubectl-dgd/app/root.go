@@ -2,6 +2,7 @@
 // rollouts. Stock "kubectl rollout" knows only Deployments, StatefulSets and DaemonSets;
 // this plugin gives DGDs the same verbs with output shaped like kubectl's own:
 //
+//	kubectl dgd get NAME [--watch] [--no-color]
 //	kubectl dgd rollout history NAME [--revision=N]
 //	kubectl dgd rollout status NAME [--watch=true] [--timeout=0]
 //	kubectl dgd rollout undo NAME [--to-revision=N] [--dry-run=none|client|server]
@@ -25,14 +26,17 @@ import (
 	"fmt"
 	"io"
 
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -54,7 +58,8 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 		Short: "Manage DynamoGraphDeployment rollouts",
 		Long: "kubectl dgd manages the rollouts of DynamoGraphDeployments (DGDs): history, status,\n" +
 			"undo, pause, resume, partition (canary), promote, abort and retry, like kubectl rollout does for\n" +
-			"Deployments and StatefulSets; set image, restart and list.",
+			"Deployments and StatefulSets; get (a live tree of revisions, workloads and pods), set\n" +
+			"image, restart and list.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl dgd"},
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -64,7 +69,7 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	c := &cli{streams: streams, flags: flags}
-	root.AddCommand(newRolloutCommand(c), newSetCommand(c), newRestartCommand(c), newListCommand(c))
+	root.AddCommand(newGetCommand(c), newRolloutCommand(c), newSetCommand(c), newRestartCommand(c), newListCommand(c))
 	return root
 }
 
@@ -130,8 +135,10 @@ func (c *cli) connect() (*session, error) {
 	if err := v1beta1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	if err := appsv1.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{appsv1.AddToScheme, corev1.AddToScheme, lwsv1.AddToScheme, grovev1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {

@@ -167,7 +167,9 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 	if ru == nil {
 		ru = &v1alpha1.RollingUpdateStatus{}
 	}
-	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == v1alpha1.ReasonPartitioned {
+	// Held at spec.rollout.partition is done; a step's partition reached is not: the
+	// next step follows (spec.rollout.steps cannot end at a partition short of 100%).
+	if ru.Phase == v1alpha1.RolloutPaused && ru.Reason == v1alpha1.ReasonPartitioned && len(dgd.RolloutOrDefault().Steps) == 0 {
 		return []string{partitionedLine(dgd)}, true, nil
 	}
 	lines := pausedLines(dgd, ru)
@@ -262,10 +264,11 @@ func pausedLines(dgd *v1alpha1.DynamoGraphDeployment, ru *v1alpha1.RollingUpdate
 }
 
 // stepLine says which step of spec.rollout.steps the rollout holds at and why, from
-// the status's step fields: "step 2 of 3: paused until promoted".
+// the status's step fields, 1-based as the operator's messages: "step 2/3: paused until
+// promoted".
 func stepLine(dgd *v1alpha1.DynamoGraphDeployment, ru *v1alpha1.RollingUpdateStatus) string {
 	list, i := dgd.RolloutOrDefault().Steps, int(*ru.CurrentStepIndex)
-	where := fmt.Sprintf("step %d of %d", i+1, len(list))
+	where := fmt.Sprintf("step %d/%d", i+1, len(list))
 	switch ru.CurrentStepKind {
 	case v1alpha1.StepPause:
 		if ru.CurrentStepEndTime == nil || i >= len(list) || list[i].Pause == nil || list[i].Pause.Duration == nil {

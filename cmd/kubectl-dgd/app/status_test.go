@@ -143,7 +143,7 @@ func TestRolloutStatus(t *testing.T) {
 					Message: "words the plugin does not read", CurrentStepIndex: ptr.To[int32](1), CurrentStepKind: v1alpha1.StepPause}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 2 of 3: paused until promoted (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: step 2/3: paused until promoted (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at a timed pause step": {
@@ -153,7 +153,7 @@ func TestRolloutStatus(t *testing.T) {
 					CurrentStepIndex: ptr.To[int32](0), CurrentStepKind: v1alpha1.StepPause, CurrentStepEndTime: &end}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 1 of 3: paused for 2m0s, until 2026-01-02T03:04:05Z (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: step 1/3: paused for 2m0s, until 2026-01-02T03:04:05Z (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at an inconclusive analysis step": {
@@ -162,7 +162,7 @@ func TestRolloutStatus(t *testing.T) {
 					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepAnalysis}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 3 of 3: analysis inconclusive, promote or abort (promote with \"kubectl dgd rollout promote g\" or abort with \"kubectl dgd rollout abort g\")...\n",
+				"Waiting for rollout to finish: step 3/3: analysis inconclusive, promote or abort (promote with \"kubectl dgd rollout promote g\" or abort with \"kubectl dgd rollout abort g\")...\n",
 			},
 		},
 		"held at a running analysis step": {
@@ -171,7 +171,7 @@ func TestRolloutStatus(t *testing.T) {
 					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepAnalysis}
 			})),
 			lines: []string{
-				"Waiting for rollout to finish: step 3 of 3: analysis running (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: step 3/3: analysis running (promote with \"kubectl dgd rollout promote g\")...\n",
 			},
 		},
 		"held at the partition is done": {
@@ -182,6 +182,18 @@ func TestRolloutStatus(t *testing.T) {
 			}),
 			lines: []string{"partitioned roll out complete: prefill 2 of 4 new replicas have been updated...\n"},
 			done:  true,
+		},
+		"a step's partition reached is not done: the next step follows": {
+			dgd: withSteps(dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.RollingUpdate = &v1alpha1.RollingUpdateStatus{Phase: v1alpha1.RolloutPaused, Reason: "Partitioned",
+					CurrentStepIndex: ptr.To[int32](2), CurrentStepKind: v1alpha1.StepPartition}
+				st.Services["prefill"] = v1alpha1.ServiceStatus{Replicas: 4, Workloads: []v1alpha1.WorkloadStatus{
+					{Revision: 2, Replicas: 2, ReadyReplicas: 2}, {Revision: 1, Replicas: 2, ReadyReplicas: 2}}}
+			})),
+			lines: []string{
+				"Waiting for rollout to finish: step 3/3 (promote with \"kubectl dgd rollout promote g\")...\n",
+				"Waiting for rollout to finish: prefill: 2 out of 4 new replicas have been updated...\n",
+			},
 		},
 		"counts done but the phase not yet Completed waits for the operator": {
 			dgd:   dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) { st.RollingUpdate.Message = "draining revision 1" }),

@@ -99,8 +99,8 @@ var _ = Describe("analysis steps and aborts", func() {
 		stable := fmt.Sprintf("%s-healthy-%s", ns, first.UpdateHash())
 		Expect(env.Metrics.Queries()).To(ContainElement(fmt.Sprintf(`error_ratio{dynamo_namespace=%q,stable=%q}`, canary, stable)))
 		Eventually(func() []string { return eventsOf(ns, "healthy", v1alpha1.EventAnalysisSucceeded) }).Should(ConsistOf(
-			ContainSubstring(`revision 2: step 2 of 2: metric "errors" passed: 2 of 2 measurement(s) successful; last value 0.01`)))
-		Eventually(func() []string { return stepEvents(ns, "healthy") }).Should(ContainElement("revision 2: step 2 of 2 analysis passed"))
+			ContainSubstring(`revision 2: step 2/2: metric "errors" passed: 2 of 2 measurement(s) successful; last value 0.01`)))
+		Eventually(func() []string { return stepEvents(ns, "healthy") }).Should(ContainElement("revision 2: step 2/2 analysis passed"))
 	})
 
 	It("abort on a failed metric: every worker returns to the stable revision within the budgets, and a retry starts again", func() {
@@ -127,7 +127,7 @@ var _ = Describe("analysis steps and aborts", func() {
 		Expect(st.CurrentRevision).To(Equal(first.DGD.Status.UpdateRevision))
 		Expect(st.UpdateRevisionNumber).To(Equal(int64(2)), "the spec is not changed")
 		Expect(st.RollingUpdate.Abort).NotTo(BeNil())
-		Expect(st.RollingUpdate.Abort.Message).To(ContainSubstring(`step 2 of 3: metric "errors" failed: 2 failed measurement(s), more than failureLimit 1; last value 0.3`))
+		Expect(st.RollingUpdate.Abort.Message).To(ContainSubstring(`step 2/3: metric "errors" failed: 2 failed measurement(s), more than failureLimit 1; last value 0.3`))
 		Expect(st.RollingUpdate.CurrentStepIndex).To(HaveValue(Equal(int32(1))), "the steps stay where they stopped")
 		Expect(st.RollingUpdate.Analyses[0].Phase).To(Equal(v1alpha1.AnalysisFailed))
 		Expect(st.RollingUpdate.Analyses[0].Metrics[0].Failed).To(Equal(int32(2)))
@@ -138,7 +138,7 @@ var _ = Describe("analysis steps and aborts", func() {
 		}
 		Expect(conditionOf(&s.DGD, "Stalled").Reason).To(Equal(v1alpha1.ReasonAnalysisFailed))
 		Eventually(func() []string { return eventsOf(ns, "bad", v1alpha1.EventAnalysisFailed) }).Should(ConsistOf(
-			And(HavePrefix("Warning: revision 2 aborted: step 2 of 3: metric \"errors\" failed"), ContainSubstring("last value 0.3"), HaveSuffix("every worker returns to revision 1"))))
+			And(HavePrefix("Warning: revision 2 aborted: step 2/3: metric \"errors\" failed"), ContainSubstring("last value 0.3"), HaveSuffix("every worker returns to revision 1"))))
 		Eventually(func() []string { return eventsOf(ns, "bad", v1alpha1.EventRolloutAbortCompleted) }).Should(HaveLen(1))
 
 		By("nothing moves while aborted, until a retry of that attempt with a healthy canary completes the rollout from its first step")
@@ -207,7 +207,7 @@ var _ = Describe("analysis steps and aborts", func() {
 		s := steps[len(steps)-1]
 		Expect(s.Pool(first.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}), "held at 50%")
 		ru := s.DGD.Status.RollingUpdate
-		Expect(ru.Message).To(ContainSubstring("step 2 of 2: analysis inconclusive, promote or abort: metric \"errors\" is inconclusive: 2 queries in a row erred, more than consecutiveErrorLimit 1; last: querying Prometheus"))
+		Expect(ru.Message).To(ContainSubstring("step 2/2: analysis inconclusive, promote or abort: metric \"errors\" is inconclusive: 2 queries in a row erred, more than consecutiveErrorLimit 1; last: querying Prometheus"))
 		Expect(ru.Analyses[0].Metrics[0].Error).To(Equal(int32(2)))
 		Expect(ru.Analyses[0].Metrics[0].Measurements[0].Message).To(ContainSubstring("connection refused"))
 		Expect(conditionOf(&s.DGD, "Ready").Reason).To(Equal(v1alpha1.ReasonAnalysisInconclusive))

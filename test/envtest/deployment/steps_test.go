@@ -51,7 +51,7 @@ var _ = Describe("stepped rollouts (spec.rollout.steps)", func() {
 		Expect(s.Pool(old)).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		Expect(s.Pool(s.UpdateHash())).To(Equal(map[string]int32{"prefill": 2, "decode": 1}))
 		Expect(s.DGD.Status.RollingUpdate.Phase).To(Equal(v1alpha1.RolloutPaused))
-		Expect(s.DGD.Status.RollingUpdate.Message).To(HavePrefix("step 2 of 4: paused for 2s"))
+		Expect(s.DGD.Status.RollingUpdate.Message).To(HavePrefix("step 2/4: paused for 2s"))
 		paused := s.DGD.Status.RollingUpdate.CurrentStepStartTime.Time
 
 		By("after 2 s step 3 moves to 25%, then step 4 pauses until promoted")
@@ -60,7 +60,7 @@ var _ = Describe("stepped rollouts (spec.rollout.steps)", func() {
 		s = steps[len(steps)-1]
 		Expect(s.DGD.Status.RollingUpdate.CurrentStepStartTime.Time.Sub(paused)).To(BeNumerically(">=", 2*time.Second), "the pause lasted its duration")
 		Expect(s.Pool(old)).To(Equal(map[string]int32{"prefill": 1, "decode": 1}), "25% of 4 prefill; a pool keeps a decode worker")
-		Expect(s.DGD.Status.RollingUpdate.Message).To(HavePrefix("step 4 of 4: paused until promoted"))
+		Expect(s.DGD.Status.RollingUpdate.Message).To(HavePrefix("step 4/4: paused until promoted"))
 		Expect(s.DGD.Status.RollingUpdate.Reason).To(Equal(v1alpha1.ReasonPaused))
 
 		By("a promotion naming another revision does nothing; one naming step 4 completes the rollout")
@@ -79,10 +79,10 @@ var _ = Describe("stepped rollouts (spec.rollout.steps)", func() {
 		Expect(s.Hashes()).To(Equal([]string{s.UpdateHash()}))
 		Expect(s.DGD.Status.RollingUpdate.CurrentStepIndex).To(HaveValue(Equal(int32(4))))
 		Eventually(func() []string { return stepEvents(ns, "steps") }).Should(Equal([]string{
-			"revision 2: step 1 of 4 reached partition 50%",
-			"revision 2: step 2 of 4 paused for 2s",
-			"revision 2: step 3 of 4 reached partition 25%",
-			"revision 2: step 4 of 4 promoted",
+			"revision 2: step 1/4 reached partition 50%",
+			"revision 2: step 2/4 paused for 2s",
+			"revision 2: step 3/4 reached partition 25%",
+			"revision 2: step 4/4 promoted",
 		}))
 	})
 

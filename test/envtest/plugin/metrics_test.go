@@ -10,6 +10,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -86,9 +87,19 @@ var _ = Describe("operator metrics", func() {
 			Phase: v1alpha1.RolloutCompleted, StartTime: &start, EndTime: &end}}
 		controllers.ObserveStatus(ns, "vllm-disagg", running, done)
 		controllers.ObserveStatus(ns, "vllm-disagg", done, done)
+		Expect(scrape(ns)).To(ContainSubstring(`dgd_rollout_current_step{name="vllm-disagg",namespace="`+ns+`"} -1`), "no steps: -1")
 		c2, s2 := durations()
 		Expect(c2).To(Equal(count + 1))
 		Expect(s2 - sum).To(BeNumerically("~", 42, 1e-9))
+		By("ObserveStatus: the current step, 1-based, while the rollout is at one")
+		atStep := &v1alpha1.DynamoGraphDeploymentStatus{RollingUpdate: &v1alpha1.RollingUpdateStatus{
+			Phase: v1alpha1.RolloutPaused, StartTime: &start, CurrentStepIndex: ptr.To[int32](1), CurrentStepKind: v1alpha1.StepPause}}
+		controllers.ObserveStatus("metrics-steps", "stepped", running, atStep)
+		Expect(scrape("metrics-steps")).To(ContainSubstring(`dgd_rollout_current_step{name="stepped",namespace="metrics-steps"} 2`))
+		atStep.RollingUpdate.CurrentStepIndex, atStep.RollingUpdate.CurrentStepKind = ptr.To[int32](3), "" // every step done
+		controllers.ObserveStatus("metrics-steps", "stepped", atStep, atStep)
+		Expect(scrape("metrics-steps")).To(ContainSubstring(`dgd_rollout_current_step{name="stepped",namespace="metrics-steps"} -1`))
+		controllers.ForgetDGD("metrics-steps", "stepped")
 		expectGolden("metrics", scrape(ns))
 
 		By("ForgetDGD deletes every series of the DGD")
