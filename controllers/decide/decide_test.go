@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -392,21 +390,7 @@ func TestDecideGolden(t *testing.T) {
 // golden compares a transcript with testdata/<name>.golden, or rewrites it under -update.
 func golden(t *testing.T, name string, got []string) {
 	t.Helper()
-	file := filepath.Join("testdata", name+".golden")
-	text := strings.Join(got, "\n") + "\n"
-	if *update {
-		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatalf("%v (go test -run %s -update writes it)", err, t.Name())
-	}
-	if diff := cmp.Diff(string(want), text); diff != "" {
-		t.Errorf("%s differs (-want +got):\n%s", file, diff)
-	}
+	compareGolden(t, filepath.Join("testdata", name+".golden"), strings.Join(got, "\n")+"\n")
 }
 
 // TestDecideStale: a pass whose cache does not show the operator's last write yet

@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -46,23 +45,7 @@ var _ = Describe("a name someone else holds", func() {
 			}
 			before := theirs.DeepCopy()
 			Expect(env.Client.Create(ctx, harness.NewDGD(ns, "taken").Disagg(1, 1, "vllm:v1").Obj())).To(Succeed())
-			Eventually(func(g Gomega) {
-				d := getDGD(ns, "taken")
-				c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
-				g.Expect(c).NotTo(BeNil())
-				g.Expect(c.Reason).To(Equal(v1alpha1.ReasonNameConflict))
-				g.Expect(c.Message).To(ContainSubstring("Service " + ns + "/taken-frontend exists"))
-				g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionStalled)).To(BeTrue())
-			}).Should(Succeed())
-			Eventually(func(g Gomega) {
-				var list eventsv1.EventList
-				g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-				var found bool
-				for _, e := range list.Items {
-					found = found || e.Reason == v1alpha1.EventNameConflict && e.Type == corev1.EventTypeWarning
-				}
-				g.Expect(found).To(BeTrue(), "a Warning Event NameConflict")
-			}).Should(Succeed())
+			halted(ns, "taken", v1alpha1.ReasonNameConflict, true, "Service "+ns+"/taken-frontend exists")
 			By("the Service is not adopted, changed or deleted")
 			var now corev1.Service
 			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), &now)).To(Succeed())
@@ -122,25 +105,9 @@ var _ = Describe("two DGDs whose names collide", func() {
 		Expect(before).To(HaveKey("Deployment/llm-prefill-fe"))
 
 		Expect(env.Client.Create(ctx, graph("llm-prefill", "fe"))).To(Succeed())
-		Eventually(func(g Gomega) {
-			d := getDGD(ns, "llm-prefill")
-			c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonNameConflict))
-			g.Expect(c.Message).To(ContainSubstring("Deployment " + ns + "/llm-prefill-fe exists and is controlled by DynamoGraphDeployment llm, not by DynamoGraphDeployment llm-prefill"))
-			g.Expect(c.Message).To(ContainSubstring("Service " + ns + "/llm-prefill-fe exists and is controlled by DynamoGraphDeployment llm"))
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionStalled)).To(BeTrue())
-		}).Should(Succeed())
-		Eventually(func(g Gomega) {
-			var list eventsv1.EventList
-			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-			var found bool
-			for _, e := range list.Items {
-				found = found || e.Reason == v1alpha1.EventNameConflict && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "llm-prefill"
-			}
-			g.Expect(found).To(BeTrue(), "a Warning Event NameConflict about llm-prefill")
-		}).Should(Succeed())
-
+		halted(ns, "llm-prefill", v1alpha1.ReasonNameConflict, true,
+			"Deployment "+ns+"/llm-prefill-fe exists and is controlled by DynamoGraphDeployment llm, not by DynamoGraphDeployment llm-prefill",
+			"Service "+ns+"/llm-prefill-fe exists and is controlled by DynamoGraphDeployment llm")
 		By("the second DGD wrote nothing: no workload, no revision; the first is untouched")
 		mine, err := env.Deployments(ctx, ns, "llm-prefill")
 		Expect(err).NotTo(HaveOccurred())

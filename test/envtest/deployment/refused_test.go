@@ -32,34 +32,6 @@ var _ = Describe("a write the API server refuses", func() {
 		}
 		return out
 	}
-	// reported waits for the DGD's Ready condition to carry reason, with the other two
-	// conditions as given, a message containing each of words, and a Warning Event of
-	// that reason.
-	reported := func(ns, reason string, stalled bool, words ...string) {
-		Eventually(func(g Gomega) {
-			d := getDGD(ns, "refused")
-			c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(c.Reason).To(Equal(reason))
-			for _, w := range words {
-				g.Expect(c.Message).To(ContainSubstring(w))
-			}
-			g.Expect(c.ObservedGeneration).To(Equal(d.Generation))
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionStalled)).To(Equal(stalled))
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionReconciling)).To(Equal(!stalled))
-		}).Should(Succeed())
-		Eventually(func(g Gomega) {
-			var list eventsv1.EventList
-			g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
-			var found bool
-			for _, e := range list.Items {
-				found = found || e.Reason == reason && e.Type == corev1.EventTypeWarning && e.Regarding.Name == "refused"
-			}
-			g.Expect(found).To(BeTrue(), "a Warning Event "+reason)
-		}).Should(Succeed())
-	}
-
 	It("an Ingress class that is no DNS name: Stalled, WriteRefused, the Ingress and the API server's field message; a valid class recovers", func() {
 		ns := newNamespace()
 		deploy(harness.NewDGD(ns, "refused").Disagg(1, 1, "vllm:v1").Obj())
@@ -71,7 +43,7 @@ var _ = Describe("a write the API server refuses", func() {
 		// ValidateIngressSpec checks spec.ingressClassName as a DNS-1123 subdomain), which
 		// admission does not check (the example was an Ingress host; admission
 		// refuses that one now).
-		reported(ns, v1alpha1.ReasonWriteRefused, true, "Ingress "+ns+"/", "spec.ingressClassName", "Not_A_Class")
+		halted(ns, "refused", v1alpha1.ReasonWriteRefused, true, "Ingress "+ns+"/", "spec.ingressClassName", "Not_A_Class")
 		Expect(running(ns)).To(Equal(before), "nothing running changed")
 		update(ns, "refused", func(d *v1alpha1.DynamoGraphDeployment) {
 			d.Spec.Services["Frontend"].Ingress.IngressControllerClassName = ptr.To("nginx")
@@ -145,7 +117,7 @@ var _ = Describe("a write the API server refuses", func() {
 			deploy(harness.NewDGD(ns, "refused").Disagg(1, 1, "vllm:v1").Rollout("1", "0").Obj())
 			before := running(ns)
 			update(ns, "refused", harness.Image("vllm:refused"))
-			reported(ns, tc.status, tc.stalled, "Deployment "+ns+"/refused-", "the image vllm:refused is not allowed here")
+			halted(ns, "refused", tc.status, tc.stalled, "Deployment "+ns+"/refused-", "the image vllm:refused is not allowed here")
 			Expect(running(ns)).To(Equal(before), "nothing running changed")
 
 			By("the fix: another image (revision 3), or the policy gone (revision 2 goes on)")
@@ -164,3 +136,32 @@ var _ = Describe("a write the API server refuses", func() {
 		})
 	}
 })
+
+// halted waits for DGD name's Ready condition to be False with reason, Stalled True
+// (stalled) or Reconciling True (not), a message containing each of words, at the DGD's
+// generation, and a Warning Event of that reason about it.
+func halted(ns, name, reason string, stalled bool, words ...string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		d := getDGD(ns, name)
+		c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(c.Reason).To(Equal(reason))
+		for _, w := range words {
+			g.Expect(c.Message).To(ContainSubstring(w))
+		}
+		g.Expect(c.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionStalled)).To(Equal(stalled))
+		g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionReconciling)).To(Equal(!stalled))
+	}).Should(Succeed())
+	Eventually(func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(env.Client.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+		var found bool
+		for _, e := range list.Items {
+			found = found || e.Reason == reason && e.Type == corev1.EventTypeWarning && e.Regarding.Name == name
+		}
+		g.Expect(found).To(BeTrue(), "a Warning Event "+reason)
+	}).Should(Succeed())
+}
