@@ -56,13 +56,33 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		return nil, nil, nil
 	}
 	dy := &decide.Dynamo{Pods: theirs, Finalizer: fin}
+	ws, byDCD, err := r.dynamoObjects(ctx, dgd, dy, counts)
+	if err != nil {
+		return nil, nil, err
+	}
+	dcds, _, err := r.listDCDs(ctx, dgd)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, d := range dcds {
+		dy.Components = append(dy.Components, d.Name)
+	}
+	if dy.Stopped, err = r.dynamoStopped(ctx, dgd, len(dcds) == 0 && !byDCD); err != nil {
+		return nil, nil, err
+	}
+	return dy, ws, nil
+}
+
+// dynamoObjects reads Dynamo's Deployments and Services of dgd past the cache: its worker
+// Deployments as workloads, its stable ones and Services into dy; byDCD says whether any
+// of them is controlled (by a DCD).
+func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
+	counts map[backends.Key]int32) (ws []decide.Workload, byDCD bool, err error) {
 	in := []client.ListOption{client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}}
 	var deps appsv1.DeploymentList
 	if err := r.APIReader.List(ctx, &deps, in...); err != nil {
-		return nil, nil, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+		return nil, false, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
-	byDCD := false
-	var ws []decide.Workload
 	for i := range deps.Items {
 		dep := &deps.Items[i]
 		if !dynamos(dep) {
@@ -78,7 +98,7 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	}
 	var svcs corev1.ServiceList
 	if err := r.APIReader.List(ctx, &svcs, in...); err != nil {
-		return nil, nil, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+		return nil, false, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	for i := range svcs.Items {
 		if dynamos(&svcs.Items[i]) {
@@ -86,17 +106,7 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 			byDCD = byDCD || metav1.GetControllerOf(&svcs.Items[i]) != nil
 		}
 	}
-	dcds, _, err := r.listDCDs(ctx, dgd)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, d := range dcds {
-		dy.Components = append(dy.Components, d.Name)
-	}
-	if dy.Stopped, err = r.dynamoStopped(ctx, dgd, len(dcds) == 0 && !byDCD); err != nil {
-		return nil, nil, err
-	}
-	return dy, ws, nil
+	return ws, byDCD, nil
 }
 
 // dynamoPod reports whether a pod of the DGD (its labels) was made by Dynamo's operator
