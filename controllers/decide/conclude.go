@@ -62,6 +62,29 @@ func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, ms
 	return st, nil
 }
 
+// workloadWriteFrom reports whether a write of a workload is among writes[from:]: one
+// not made, so the decision's status does not describe the cluster.
+func workloadWriteFrom(writes []Write, from int) bool {
+	for _, w := range writes[min(from, len(writes)):] {
+		switch w.Op {
+		case Relabel, Ensure, Scale, DeleteWorkload, ReleaseDynamo:
+			return true
+		}
+	}
+	return false
+}
+
+// withConditionsOf is base with the Ready, Stalled and Reconciling conditions of halted.
+func withConditionsOf(base, halted *v1alpha1.DynamoGraphDeploymentStatus) *v1alpha1.DynamoGraphDeploymentStatus {
+	st := base.DeepCopy()
+	for _, t := range []string{v1alpha1.ConditionReady, v1alpha1.ConditionStalled, v1alpha1.ConditionReconciling} {
+		if c := meta.FindStatusCondition(halted.Conditions, t); c != nil {
+			meta.SetStatusCondition(&st.Conditions, *c)
+		}
+	}
+	return st
+}
+
 // Refusal says whether err is the API server refusing a write for what the write is,
 // not for the moment it came at, and how the status reports it:
 // ReasonWriteRefused and stalled for 400 (Bad Request), 413 (Request Entity Too
@@ -122,6 +145,12 @@ func (d Decision) Conclude(out Outcome) Report {
 	case out.Refused != nil:
 		reason, stalled := Refusal(out.Refused)
 		st, ev := haltedStatus(r.dgd, r.now, reason, out.Refused.Error(), stalled)
+		if base := d.Status; base != nil && !workloadWriteFrom(d.Writes, out.Made) {
+			// Every workload write was made (the refused one is an object's: a Service,
+			// an Ingress): the decision's counts are the cluster's, and a status that
+			// kept the last pass's would leave out the workloads this pass created.
+			st = withConditionsOf(base, st)
+		}
 		rep := Report{Status: st, Events: append(madeEvents(out), events(ev)...), Requeue: soonest(d.Requeue, ConflictRecheck)}
 		if !stalled {
 			rep.Requeue, rep.Retry = 0, out.Refused
