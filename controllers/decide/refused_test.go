@@ -2,9 +2,9 @@ package decide_test
 
 import (
 	"errors"
-	"reflect"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
