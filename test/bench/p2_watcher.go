@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgd-rollout/operator/test/cluster"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -91,7 +92,7 @@ type GangStats struct {
 	// SpecTransitions: every LeaderWorkerSet replica state from Begin on.
 	SpecTransitions []Transition
 	// Timeline: every change of (replicas set, pods, ready gangs, LWS
-	// status.readyReplicas) per revision.
+	// status.readyReplicas, ready endpoints of the revision's EndpointSlices) per revision.
 	Timeline []string
 	Events   int
 }
@@ -120,7 +121,7 @@ func WatchGangs(ctx context.Context, cfg *rest.Config, ns string, roles []GangRo
 	w := &GangWatcher{c: c, ns: ns, roles: roles, classify: classify,
 		done: make(chan struct{}), cleaned: make(chan struct{})}
 	ctx, w.cancel = context.WithCancel(ctx)
-	for _, obj := range []client.Object{&corev1.Pod{}, &lwsv1.LeaderWorkerSet{}} {
+	for _, obj := range []client.Object{&corev1.Pod{}, &lwsv1.LeaderWorkerSet{}, &discoveryv1.EndpointSlice{}} {
 		inf, err := c.GetInformer(ctx, obj)
 		if err != nil {
 			w.cancel()
@@ -207,13 +208,14 @@ type world struct {
 	lws       map[string]lwsSnap
 	exist     map[string]map[string]int32 // revision -> role -> pods (terminating too)
 	lwsReady  map[string]map[string]int32 // revision -> role -> LWS status.readyReplicas
+	esReady   map[string]map[string]int32 // revision -> role -> ready endpoints in the revision's EndpointSlices
 }
 
 func (w *GangWatcher) observe() world {
 	ws := world{revs: map[string]bool{}, pods: map[string]int{}, spec: map[string]map[string]int32{},
 		ready: map[string]map[string]int32{}, lwsOfRev: map[string]int{}, notReady: map[string]int{},
 		readyRole: map[string]int32{}, lws: map[string]lwsSnap{},
-		exist: map[string]map[string]int32{}, lwsReady: map[string]map[string]int32{}}
+		exist: map[string]map[string]int32{}, lwsReady: map[string]map[string]int32{}, esReady: map[string]map[string]int32{}}
 	add := func(m map[string]map[string]int32, rev, role string, n int32) {
 		if m[rev] == nil {
 			m[rev] = map[string]int32{}
@@ -237,6 +239,22 @@ func (w *GangWatcher) observe() world {
 			ws.spec[rev][role] += ptr.Deref(l.Spec.Replicas, 1)
 			ws.lws[l.Name] = lwsSnap{role: role, rev: rev, replicas: ptr.Deref(l.Spec.Replicas, 1)}
 			add(ws.lwsReady, rev, role, l.Status.ReadyReplicas)
+		}
+	}
+	// What Dynamo's discovery routes to (a system without per-revision Services has none).
+	var slices discoveryv1.EndpointSliceList
+	if err := w.c.List(ctx, &slices, client.InNamespace(w.ns)); err == nil {
+		for i := range slices.Items {
+			es := &slices.Items[i]
+			role, rev, ok := w.classify(es.Labels)
+			if !ok {
+				continue
+			}
+			for _, ep := range es.Endpoints {
+				if ptr.Deref(ep.Conditions.Ready, false) {
+					add(ws.esReady, rev, role, 1)
+				}
+			}
 		}
 	}
 	var pods corev1.PodList
@@ -360,7 +378,7 @@ func (w *GangWatcher) record(ws world, now time.Time) {
 		s.MaxSkew = math.Max(s.MaxSkew, skew)
 	}
 	line := "set " + pools + " | pods " + w.describe(ws.exist) + " | gangs ready " + w.describe(ws.ready) +
-		" | LWS ready " + w.describe(ws.lwsReady)
+		" | LWS ready " + w.describe(ws.lwsReady) + " | endpoints ready " + w.describe(ws.esReady)
 	if line != w.lastLine {
 		w.lastLine = line
 		s.Timeline = append(s.Timeline, fmt.Sprintf("%7.3fs  %s", now.Sub(w.begin).Seconds(), line))
