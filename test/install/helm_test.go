@@ -81,15 +81,28 @@ func (e *env) startPod(t *testing.T, pod corev1.PodSpec, ns string, extra ...str
 	return m
 }
 
-// olderCRD is our CRD as an older release of the chart left it: created by Helm's crds/
-// (a plain create), without the v1beta1 printer columns.
-func olderCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+// embeddedDGDCRD is the DGD's CRD among those the binary embeds (the analysis
+// templates' are the others).
+func embeddedDGDCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crds, err := app.EmbeddedCRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := crds[0].DeepCopy()
+	for _, c := range crds {
+		if c.Name == "dynamographdeployments.nvidia.com" {
+			return c
+		}
+	}
+	t.Fatal("no DGD CRD embedded")
+	return nil
+}
+
+// olderCRD is our CRD as an older release of the chart left it: created by Helm's crds/
+// (a plain create), without the v1beta1 printer columns.
+func olderCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	old := embeddedDGDCRD(t).DeepCopy()
 	for i := range old.Spec.Versions {
 		if old.Spec.Versions[i].Name == "v1beta1" {
 			old.Spec.Versions[i].AdditionalPrinterColumns = nil
@@ -146,12 +159,9 @@ func TestHelmInstall(t *testing.T) {
 	}
 	op := e.startPod(t, pod, releaseNS)
 	live := e.crd(t)
-	embedded, err := app.EmbeddedCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	embedded := embeddedDGDCRD(t)
 	for i, v := range live.Spec.Versions {
-		if want := embedded[0].Spec.Versions[i]; !equality.Semantic.DeepEqual(v, want) {
+		if want := embedded.Spec.Versions[i]; !equality.Semantic.DeepEqual(v, want) {
 			t.Errorf("CRD version %s is not the embedded one after apply-crds", v.Name)
 		}
 	}

@@ -22,6 +22,14 @@ generates from the kubebuilder markers. Do not edit.
   verbs:
   - get
   - update
+- apiGroups:
+  - nvidia.com
+  resources:
+  - clusteranalysistemplates
+  verbs:
+  - get
+  - list
+  - watch
 {{- end }}
 {{- define "dgd-rollout.rules.namespaced" }}
 - apiGroups:
@@ -155,6 +163,14 @@ generates from the kubebuilder markers. Do not edit.
   - list
   - patch
   - update
+  - watch
+- apiGroups:
+  - nvidia.com
+  resources:
+  - analysistemplates
+  verbs:
+  - get
+  - list
   - watch
 - apiGroups:
   - nvidia.com

@@ -115,7 +115,7 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 		}
 		want.Spec.Conversion = ConversionConfig(o.Webhook, nil)
 	}
-	if o.InjectCAFrom != "" {
+	if o.InjectCAFrom != "" && want.Spec.Conversion != nil && want.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		if want.Annotations == nil {
 			want.Annotations = map[string]string{}
 		}
