@@ -166,7 +166,7 @@ var _ = Describe("analysis steps against a real Prometheus", func() {
 		Expect(promSrv.Restart(ctx)).To(Succeed())
 		q, err := analysis.NewPrometheus(promSrv.URL)
 		Expect(err).NotTo(HaveOccurred())
-		query, err := analysis.Render(errorRatio, analysis.Vars{Canary: analysis.NewRevision(2, UpdateHash(d), render.EffectiveNamespace(d, true, UpdateHash(d)), nil)})
+		query, err := analysis.Render(errorRatio, analysis.Vars{Canary: analysis.NewRevision(2, UpdateHash(d), render.EffectiveNamespace(d, true, UpdateHash(d)), nil)}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() analysis.Result { return q.Query(ctx, query, time.Now()) }, 30*time.Second, 500*time.Millisecond).Should(
 			HaveField("Samples", 1), "Prometheus answers the canary's query again")
