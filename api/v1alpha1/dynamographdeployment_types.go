@@ -111,7 +111,7 @@ type RolloutStep struct {
 // the operator is configured with (--prometheus-url): its inline metrics and those of
 // the analysis templates it references, at most 8 in all, each name once.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.metrics) && size(self.metrics) > 0) || (has(self.templates) && size(self.templates) > 0)",message="an analysis needs at least one metric or template"
+// +kubebuilder:validation:XValidation:rule="(has(self.metrics) && size(self.metrics) > 0) || (has(self.templates) && size(self.templates) > 0)",message="an analysis needs at least one metric or template",fieldPath=".metrics"
 type RolloutAnalysis struct {
 	// Metrics to measure. Each is measured count times, interval apart; the step passes
 	// once every metric has passed.

@@ -248,7 +248,7 @@ func (e *invalidSpec) Error() string { return e.msg }
 // reports what admission cannot check as InvalidSpec naming the field: a malformed
 // step partition, a partition that rises, a condition that is not CEL over result
 // yielding a bool, a query that is not a template over the analysis variables, what
-// the analysis templates a step references lack (analysisMetrics).
+// the analysis templates a step references lack (AnalysisMetrics).
 func stepsOf(spec []v1alpha1.RolloutStep, namespace string, templates Templates, workers []string) ([]steps.Step, error) {
 	list := make([]steps.Step, len(spec))
 	for i, s := range spec {
@@ -280,7 +280,7 @@ func stepOf(i int, s v1alpha1.RolloutStep, namespace string, templates Templates
 		}
 		return st, nil
 	case s.Analysis != nil:
-		metrics, err := analysisMetrics(i, s.Analysis, namespace, templates, workers)
+		metrics, err := AnalysisMetrics(i, s.Analysis, namespace, templates, workers)
 		return steps.Step{Analysis: metrics}, err
 	}
 	return steps.Step{}, nil

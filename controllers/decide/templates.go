@@ -35,7 +35,7 @@ func TemplateRefs(dgd *v1alpha1.DynamoGraphDeployment) []v1alpha1.AnalysisTempla
 	return out
 }
 
-// analysisMetrics are the metrics analysis step i measures, defaults applied: its inline
+// AnalysisMetrics are the metrics analysis step i measures, defaults applied: its inline
 // metrics with the step's args, then each referenced template's with its args (the
 // step's over the template's defaults), as Argo Rollouts merges them
 // (argoproj/argo-rollouts utils/analysis/helpers.go, MergeArgs: a template argument
@@ -45,7 +45,7 @@ func TemplateRefs(dgd *v1alpha1.DynamoGraphDeployment) []v1alpha1.AnalysisTempla
 // 16 KiB cap after substitution), and in the conditions. What cannot run is InvalidSpec
 // naming the field and the template: a template that does not exist, an argument
 // without a value, a metric name measured twice, more than MaxStepMetrics metrics.
-func analysisMetrics(i int, a *v1alpha1.RolloutAnalysis, namespace string, templates Templates, workers []string) ([]analysis.Metric, error) {
+func AnalysisMetrics(i int, a *v1alpha1.RolloutAnalysis, namespace string, templates Templates, workers []string) ([]analysis.Metric, error) {
 	field := fmt.Sprintf("spec.rollout.steps[%d].analysis", i)
 	stepArgs := map[string]string{}
 	for _, arg := range a.Args {

@@ -34,7 +34,7 @@ func TestAnalysisMetrics(t *testing.T) {
 	vars := analysis.Vars{Canary: analysis.NewRevision(2, "abc", "ns-g-abc", nil)}
 
 	t.Run("namespaced, with an arg and a default", func(t *testing.T) {
-		got, err := analysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Metrics: []v1alpha1.AnalysisMetric{inline},
+		got, err := AnalysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Metrics: []v1alpha1.AnalysisMetric{inline},
 			Args: args("endpoint", "generate", "unused", "x")}, "ns", Templates{ns: spec}, []string{"decode"})
 		if err != nil {
 			t.Fatal(err)
@@ -51,33 +51,33 @@ func TestAnalysisMetrics(t *testing.T) {
 		}
 	})
 	t.Run("the step's value over the default; cluster scope is another template", func(t *testing.T) {
-		got, err := analysisMetrics(0, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{cl}, Args: args("endpoint", "e", "max", "0.1")},
+		got, err := AnalysisMetrics(0, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{cl}, Args: args("endpoint", "e", "max", "0.1")},
 			"ns", Templates{cl: spec}, nil)
 		if err != nil || got[0].SuccessCondition != "result < 0.1" {
 			t.Fatalf("%+v, %v", got, err)
 		}
-		_, err = analysisMetrics(0, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{cl}, Args: args("endpoint", "e")}, "ns", Templates{ns: spec}, nil)
+		_, err = AnalysisMetrics(0, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{cl}, Args: args("endpoint", "e")}, "ns", Templates{ns: spec}, nil)
 		wantInvalid(t, err, `spec.rollout.steps[0].analysis.templates[0]: ClusterAnalysisTemplate "rate" not found in the cluster`)
 	})
 	t.Run("missing template", func(t *testing.T) {
-		_, err := analysisMetrics(3, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}}, "team-a", Templates{}, nil)
+		_, err := AnalysisMetrics(3, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}}, "team-a", Templates{}, nil)
 		wantInvalid(t, err, `spec.rollout.steps[3].analysis.templates[0]: AnalysisTemplate "rate" not found in namespace team-a`)
 	})
 	t.Run("missing arg", func(t *testing.T) {
-		_, err := analysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}}, "ns", Templates{ns: spec}, nil)
+		_, err := AnalysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}}, "ns", Templates{ns: spec}, nil)
 		wantInvalid(t, err, `spec.rollout.steps[1].analysis.args: AnalysisTemplate "rate" needs a value for argument "endpoint"`)
 	})
 	t.Run("an arg the template does not declare", func(t *testing.T) {
 		undeclared := &v1alpha1.AnalysisTemplateSpec{Metrics: []v1alpha1.AnalysisMetric{errorRate}}
-		_, err := analysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Args: args("endpoint", "e")}, "ns", Templates{ns: undeclared}, nil)
+		_, err := AnalysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Args: args("endpoint", "e")}, "ns", Templates{ns: undeclared}, nil)
 		wantInvalid(t, err, `templates[0] (AnalysisTemplate "rate") metrics[0].successCondition: unknown placeholder {{args.max}}`)
 	})
 	t.Run("a metric twice", func(t *testing.T) {
-		_, err := analysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns, cl}, Args: args("endpoint", "e")}, "ns", Templates{ns: spec, cl: spec}, nil)
+		_, err := AnalysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns, cl}, Args: args("endpoint", "e")}, "ns", Templates{ns: spec, cl: spec}, nil)
 		wantInvalid(t, err, `metric "error-rate" is defined twice`)
 	})
 	t.Run("the cap on a query applies after substitution", func(t *testing.T) {
-		_, err := analysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Args: args("endpoint", strings.Repeat("x", analysis.MaxExpandedQuery))}, "ns", Templates{ns: spec}, nil)
+		_, err := AnalysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Args: args("endpoint", strings.Repeat("x", analysis.MaxExpandedQuery))}, "ns", Templates{ns: spec}, nil)
 		wantInvalid(t, err, "metrics[0].query: not a valid query template: the query is over 16384 bytes")
 	})
 	t.Run("at most MaxStepMetrics", func(t *testing.T) {
@@ -89,7 +89,7 @@ func TestAnalysisMetrics(t *testing.T) {
 		for _, n := range []string{"f", "g", "h", "i"} {
 			inl = append(inl, v1alpha1.AnalysisMetric{Name: n, Query: "up", SuccessCondition: "result == 1.0"})
 		}
-		_, err := analysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Metrics: inl}, "ns", Templates{ns: many}, nil)
+		_, err := AnalysisMetrics(1, &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{ns}, Metrics: inl}, "ns", Templates{ns: many}, nil)
 		wantInvalid(t, err, "9 metrics with those of its templates, at most 8")
 	})
 }
