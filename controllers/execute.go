@@ -39,6 +39,7 @@ func (r *Reconciler) execute(ctx context.Context, s *decide.Snapshot, d decide.D
 		if err != nil || out.Collided != nil {
 			return out
 		}
+		out.Made++
 		if made && w.Progress {
 			out.Progress = append(out.Progress, w.Say...)
 		} else if made {

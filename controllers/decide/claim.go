@@ -97,19 +97,14 @@ func creates(s *Snapshot, w Write) []HolderNeed {
 		}
 		return []HolderNeed{{ObjectName: ObjectName{Kind: w.Kind, Name: w.Object.GetName()}, Object: w.Object}}
 	case Ensure:
-		var desc *backends.Description
-		for _, d := range s.Backends {
-			if d.Kind == w.Backend {
-				desc = &d
-			}
-		}
-		if desc == nil || desc.Names == nil {
+		desc := s.backend(w.Backend)
+		if desc.Names == nil {
 			return nil
 		}
 		var out []HolderNeed
 		for _, sw := range w.Pool.Services {
 			name := desc.Names(s.DGD, sw.Key)
-			if !hasWorkload(s, name) {
+			if !s.observedNamed(name) {
 				out = append(out, HolderNeed{ObjectName: ObjectName{Kind: w.Backend, Name: name}, Backend: w.Backend})
 			}
 		}
@@ -127,13 +122,4 @@ func frees(w Write) (ObjectName, bool) {
 		return ObjectName{Kind: w.Workload.Kind, Name: w.Workload.Name}, true
 	}
 	return ObjectName{}, false
-}
-
-func hasWorkload(s *Snapshot, name string) bool {
-	for _, w := range s.Workloads {
-		if w.Name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -29,15 +29,15 @@ func stop(s *Snapshot, d *draft, reason, msg string) Decision {
 
 // stoppedStatus is the status of a stopped pass and its Event, nil when not news.
 func stoppedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, msg string) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
-	return haltedStatus(dgd, now, reason, msg, true)
+	return haltedStatus(dgd, &dgd.Status, now, reason, msg, true)
 }
 
 // haltedStatus is the status of a pass that could not go on, and its Warning Event
 // (nil when not news): Ready False with reason and msg, and Stalled True (retrying
-// cannot help) or Reconciling True (the pass is retried). The status keeps its counts
-// from the last whole pass.
-func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, msg string, stalled bool) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
-	st := dgd.Status.DeepCopy()
+// cannot help) or Reconciling True (the pass is retried), over base: the last whole
+// pass's status (dgd's), or one that counts what this pass made.
+func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, base *v1alpha1.DynamoGraphDeploymentStatus, now time.Time, reason, msg string, stalled bool) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
+	st := base.DeepCopy()
 	reconciling := metav1.ConditionTrue
 	stalledStatus := metav1.ConditionFalse
 	if stalled {
@@ -49,7 +49,7 @@ func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, ms
 	}{{v1alpha1.ConditionReady, metav1.ConditionFalse}, {v1alpha1.ConditionStalled, stalledStatus}, {v1alpha1.ConditionReconciling, reconciling}} {
 		r, m := reason, msg
 		if c.t == v1alpha1.ConditionStalled && !stalled {
-			r, m = v1alpha1.ReasonNotStalled, "the operator can go on"
+			r, m = v1alpha1.ReasonNotStalled, notStalledMessage
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: c.t, Status: c.s,
 			Reason: r, Message: m, ObservedGeneration: dgd.Generation, LastTransitionTime: metav1.NewTime(now)})
@@ -60,6 +60,18 @@ func haltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, ms
 		return st, &Event{Type: "Warning", Reason: reason, Message: msg}
 	}
 	return st, nil
+}
+
+// workloadWriteFrom reports whether a write of a workload is among writes[from:]: one
+// not made, so the decision's status does not describe the cluster.
+func workloadWriteFrom(writes []Write, from int) bool {
+	for _, w := range writes[min(from, len(writes)):] {
+		switch w.Op {
+		case Relabel, Ensure, Scale, DeleteWorkload, ReleaseDynamo:
+			return true
+		}
+	}
+	return false
 }
 
 // Refusal says whether err is the API server refusing a write for what the write is,
@@ -121,7 +133,14 @@ func (d Decision) Conclude(out Outcome) Report {
 		return Report{Status: st, Events: events(ev), Requeue: d.Requeue}
 	case out.Refused != nil:
 		reason, stalled := Refusal(out.Refused)
-		st, ev := haltedStatus(r.dgd, r.now, reason, out.Refused.Error(), stalled)
+		base := &r.dgd.Status
+		if d.Status != nil && !workloadWriteFrom(d.Writes, out.Made) {
+			// Every workload write was made (the refused one is an object's: a Service,
+			// an Ingress): the decision's counts are the cluster's, and a status that
+			// kept the last pass's would leave out the workloads this pass created.
+			base = d.Status
+		}
+		st, ev := haltedStatus(r.dgd, base, r.now, reason, out.Refused.Error(), stalled)
 		rep := Report{Status: st, Events: append(madeEvents(out), events(ev)...), Requeue: soonest(d.Requeue, ConflictRecheck)}
 		if !stalled {
 			rep.Requeue, rep.Retry = 0, out.Refused

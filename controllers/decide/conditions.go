@@ -13,6 +13,9 @@ import (
 
 // conditions sets Available, Progressing, Ready, Reconciling and Stalled from the status
 // the pass leaves. A name conflict overrides Ready, Reconciling and Stalled.
+// notStalledMessage is the Stalled condition's message while the operator can go on.
+const notStalledMessage = "the operator can go on"
+
 func conditions(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, d *draft) {
 	set := setter(v, st)
 	if short := belowFloor(v, l.c, st); short != "" {
@@ -134,7 +137,7 @@ func reconciling(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, se
 	default:
 		set(v1alpha1.ConditionReconciling, metav1.ConditionFalse, v1alpha1.ReasonSettled, fmt.Sprintf("revision %d is rolled out and ready", st.UpdateRevisionNumber))
 	}
-	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, "the operator can go on")
+	set(v1alpha1.ConditionStalled, metav1.ConditionFalse, v1alpha1.ReasonNotStalled, notStalledMessage)
 }
 
 // belowFloor names the first service whose ready replicas are below desired minus

@@ -261,6 +261,9 @@ type Outcome struct {
 	// moved it there): no write after it was made, the status keeps the count, and the
 	// next pass decides from the revision as created.
 	Collided *int32
+	// Made counts the writes made, in order, before the one that failed (all of them
+	// when none failed).
+	Made int
 	// Refused is a write the API server refused (400, 403, 413, 422; see Refusal): no
 	// write after it was made, and the status says which and why.
 	Refused error

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -121,6 +122,14 @@ func TestConcludeRefused(t *testing.T) {
 				t.Errorf("stalled: Retry %v, Requeue %v; want none and %v", rep.Retry, rep.Requeue, decide.ConflictRecheck)
 			case !stalled && (!errors.Is(rep.Retry, err) || rep.Requeue != 0):
 				t.Errorf("retried: Retry %v, Requeue %v; want the refusal and no requeue", rep.Retry, rep.Requeue)
+			}
+
+			// Refused after every workload write was made (a Service's create, say): the
+			// status counts what the decision made, so it leaves no new workload out.
+			after := d.Conclude(decide.Outcome{Made: len(d.Writes), Refused: err})
+			if after.Status == nil || after.Status.UpdateRevision != d.Status.UpdateRevision ||
+				!reflect.DeepEqual(after.Status.Services, d.Status.Services) || condition(*after.Status, v1alpha1.ConditionReady) != "False/"+reason {
+				t.Errorf("refused after the workload writes: status %+v, want the decision's counts and Ready False/%s", after.Status, reason)
 			}
 
 			// The same refusal on the next pass: the same status, no Warning again.

@@ -80,8 +80,8 @@ func (v *view) servicesOn(kind string) []string {
 }
 
 // backend is the description of the backend of that kind.
-func (v *view) backend(kind string) backends.Description {
-	for _, b := range v.Backends {
+func (s *Snapshot) backend(kind string) backends.Description {
+	for _, b := range s.Backends {
 		if b.Kind == kind {
 			return b
 		}
@@ -123,8 +123,8 @@ func (v *view) workers() []Workload {
 }
 
 // observedNamed reports whether a workload of that name was observed.
-func (v *view) observedNamed(name string) bool {
-	for _, w := range v.Workloads {
+func (s *Snapshot) observedNamed(name string) bool {
+	for _, w := range s.Workloads {
 		if w.Name == name {
 			return true
 		}

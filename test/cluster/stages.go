@@ -32,7 +32,7 @@ import (
 // kubelet never writes status from a watch event: status_manager.go needsUpdate).
 // Scheduling pod-ready from the watch event instead removes that, but costs a
 // watch round trip per pod: benchmark P1 went from 1.037-1.060 (median 1.042) to
-// 1.046-1.062 (median 1.060) on Nov 26, so the chain stays (README, benchmark P3).
+// 1.046-1.062 (median 1.060) on Nov 26, so the chain stays (docs/benchmarks.md, benchmark P3).
 
 // stagesYAML renders the stage file for a pod-ready delay.
 func stagesYAML(podReadyDelay time.Duration) string {

@@ -33,7 +33,7 @@ type scenario struct {
 // maxLagGaps bounds the gaps per scenario that the observer proves to be discovery lag
 // (the frontend seeing no ready generation while every pod, Service and EndpointSlice
 // it last routed through is still there): measured 0 in every scenario of this suite
-// on Nov 26 (see the README); 1 allows one (an endpoint condition or a cache behind
+// on Nov 26 (docs/testing.md, test/observe); 1 allows one (an endpoint condition or a cache behind
 // another on a loaded machine) without hiding a pattern.
 const maxLagGaps = 1
 

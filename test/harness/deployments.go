@@ -68,7 +68,8 @@ func (e *Env) PlayDeployments(ctx context.Context, ns, dgd string, grow int32) (
 // and overstates readiness: every Deployment of the DGD whose status has not caught up
 // with its spec (observedGeneration < generation) gets a status that still carries the
 // old observedGeneration but reports every replica of the new spec available. It
-// returns the Deployments it wrote. PlayDeployments then writes the truth.
+// returns the Deployments whose stored status it changed (a conflict or an identical
+// status changes nothing, and no watch hears of it). PlayDeployments then writes the truth.
 func (e *Env) LagDeployments(ctx context.Context, ns, dgd string) ([]string, error) {
 	ds, err := e.Deployments(ctx, ns, dgd)
 	if err != nil {
@@ -83,10 +84,19 @@ func (e *Env) LagDeployments(ctx context.Context, ns, dgd string) ([]string, err
 		spec := ptr.Deref(d.Spec.Replicas, 1)
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Status.ObservedGeneration, Replicas: spec, ReadyReplicas: spec,
 			AvailableReplicas: spec, UpdatedReplicas: spec}
-		if err := e.Client.Status().Update(ctx, d); err != nil && !apierrors.IsConflict(err) && !apierrors.IsNotFound(err) {
+		rv := d.ResourceVersion
+		err := e.Client.Status().Update(ctx, d)
+		if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+			continue // someone else wrote it first: nothing of ours landed
+		}
+		if err != nil {
 			return nil, fmt.Errorf("lagging Deployment %s: %w", d.Name, err)
 		}
-		wrote = append(wrote, d.Name)
+		// A status equal to the stored one is a no-op for the API server: no new
+		// resourceVersion, no watch event, so no reconcile to wait for.
+		if d.ResourceVersion != rv {
+			wrote = append(wrote, d.Name)
+		}
 	}
 	return wrote, nil
 }

@@ -304,7 +304,7 @@ func (t Tuning) ApplyGC() int {
 }
 
 // DefaultTuning is the operator's default: 8 workers and 100 requests per second
-// (burst 200), sized from benchmark P3 (500 graphs on 2 cores, README).
+// (burst 200), sized from benchmark P3 (500 graphs on 2 cores, docs/benchmarks.md).
 var DefaultTuning = Tuning{Workers: 8, QPS: 100, Burst: 200, GCPercent: 50}
 
 // TuningFlags binds the flags that size the operator's work.

@@ -141,9 +141,10 @@ func leftovers(ns, name string, revisions int) []string {
 	return out
 }
 
-// expectReadmeCounts holds the fault counts of the default run to the bounds the README
-// states: enough writes, a share of them failed near the rate, faults after commit,
-// and faults in the writes of every backend.
+// expectReadmeCounts holds the fault counts of the default run to the bounds the
+// test/envtest/reliability row of docs/testing.md (once the README's) states: enough
+// writes, a share of them failed near the rate, faults after commit, and faults in the
+// writes of every backend.
 func expectReadmeCounts(st faults.Stats) {
 	GinkgoHelper()
 	Expect(st.Writes).To(BeNumerically(">=", 1000), "writes over the suite: %s", st)

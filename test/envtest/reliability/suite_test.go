@@ -68,7 +68,7 @@ var (
 	bugIt = It
 )
 
-// The default faults, whose counts the README states (expectReadmeCounts).
+// The default faults, whose counts docs/testing.md states (expectReadmeCounts).
 const (
 	defaultRate        = 0.05
 	defaultAfterCommit = 0.3
