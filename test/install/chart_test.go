@@ -275,9 +275,12 @@ func TestChartRBAC(t *testing.T) {
 	objs = render(t, "dgd-rollout", "ops", values(t, `watchNamespaces: [team-a, team-b]`))
 	cluster := ruleSet(into[rbacv1.ClusterRole](t, find(objs, "ClusterRole", "", "dgd-rollout-manager")).Rules)
 	for _, p := range cluster {
-		ourCRD := strings.HasPrefix(p, "apiextensions.k8s.io customresourcedefinitions") && strings.Contains(p, " dynamographdeployments.nvidia.com ")
+		ourCRD := false
+		for _, name := range []string{"dynamographdeployments", "analysistemplates", "clusteranalysistemplates"} {
+			ourCRD = ourCRD || strings.HasPrefix(p, "apiextensions.k8s.io customresourcedefinitions") && strings.Contains(p, " "+name+".nvidia.com ")
+		}
 		if !ourCRD && !strings.HasPrefix(p, "nvidia.com clusteranalysistemplates * ") {
-			t.Errorf("namespace-scoped ClusterRole grants %q: only our CRD and ClusterAnalysisTemplates need cluster scope", p)
+			t.Errorf("namespace-scoped ClusterRole grants %q: only our CRDs and ClusterAnalysisTemplates need cluster scope", p)
 		}
 	}
 	for _, ns := range []string{"team-a", "team-b"} {

@@ -6,18 +6,20 @@ generates from the kubebuilder markers. Do not edit.
 - apiGroups:
   - apiextensions.k8s.io
   resourceNames:
+  - analysistemplates.nvidia.com
+  - clusteranalysistemplates.nvidia.com
   - dynamographdeployments.nvidia.com
   resources:
   - customresourcedefinitions
   verbs:
   - get
   - patch
-  - update
 - apiGroups:
   - apiextensions.k8s.io
   resourceNames:
   - dynamographdeployments.nvidia.com
   resources:
+  - customresourcedefinitions
   - customresourcedefinitions/status
   verbs:
   - get
