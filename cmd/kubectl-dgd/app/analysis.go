@@ -62,17 +62,18 @@ func newAnalysisRunCommand(c *cli) *cobra.Command {
 			"does not pass here.\n\n" +
 			"The queries' placeholders are filled from the flags: {{.Canary.Namespace}} and\n" +
 			"{{.Canary.MetricsNamespace}} from --canary-namespace (a worker revision's Dynamo\n" +
-			"namespace, <namespace>-<dgd>-<hash>, as kubectl dgd get shows it; MetricsNamespace is\n" +
-			"it sanitized as dynamo_component_* metrics label it), {{.Stable.*}} alike from\n" +
+			"namespace: <namespace>-<dgd>-<hash>, dots of the DGD's name made dashes, with the hash\n" +
+			"kubectl dgd get prints for the revision; MetricsNamespace is it sanitized as the\n" +
+			"dynamo_component_* metrics label it), {{.Stable.*}} alike from\n" +
 			"--stable-namespace, {{.Namespace}} from -n, {{args.NAME}} from --arg and the\n" +
 			"template's defaults. A query naming what only a DGD's revision knows (its name, a\n" +
 			"hash, a revision number, a workload) is an Error.\n\n" +
 			"Prometheus is --prometheus-url, else $" + PrometheusURLEnv + "; the TLS and token flags are\n" +
 			"the operator's own.",
-		Example: "  kubectl dgd analysis run error-rate -n team-a --canary-namespace=team-a-vllm-disagg-5d4c8b7f9 \\\n" +
+		Example: "  kubectl dgd analysis run error-rate -n team-a --canary-namespace=team-a-vllm-disagg-5d4c8b7f \\\n" +
 			"      --arg max-error-rate=0.05 --prometheus-url=http://prometheus.monitoring:9090\n" +
 			"  DGD_PROMETHEUS_URL=http://localhost:9090 kubectl dgd analysis run latency --cluster-scope \\\n" +
-			"      --canary-namespace=team-a-vllm-disagg-5d4c8b7f9 --stable-namespace=team-a-vllm-disagg-7b6f5d4c3",
+			"      --canary-namespace=team-a-vllm-disagg-5d4c8b7f --stable-namespace=team-a-vllm-disagg-7b6f5d4c",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("%s needs exactly one analysis template name, got %d arguments (see --help)", cmd.CommandPath(), len(args))
