@@ -294,3 +294,42 @@ func TestAnalysisRunFlags(t *testing.T) {
 		t.Errorf("parseArgs (-want +got):\n%s", diff)
 	}
 }
+
+// TestAnalysisRunPlaceholdersOfARollout: what only a DGD's rollout knows cannot be
+// tried: the DGD's name, a hash or a revision number is an Error naming it (nothing
+// is queried), a workload is the operator's InvalidSpec for a DGD without that worker
+// service; {{.Namespace}} is -n's.
+func TestAnalysisRunPlaceholdersOfARollout(t *testing.T) {
+	w := newAnalysisWorld(t)
+	ctx := context.Background()
+	rollout := &v1alpha1.AnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "rollout"}, Spec: v1alpha1.AnalysisTemplateSpec{
+		Metrics: []v1alpha1.AnalysisMetric{
+			{Name: "name", Query: `up{dgd="{{.Name}}"}`, SuccessCondition: "result >= 1"},
+			{Name: "hash", Query: `up{hash="{{.Canary.Hash}}"}`, SuccessCondition: "result >= 1"},
+			{Name: "revision", Query: `up{revision="{{.Stable.Revision}}"}`, SuccessCondition: "result >= 1"},
+			{Name: "namespace", Query: `up{namespace="{{.Namespace}}"}`, SuccessCondition: "result >= 1"},
+		}}}
+	workload := &v1alpha1.AnalysisTemplate{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "workload"}, Spec: v1alpha1.AnalysisTemplateSpec{
+		Metrics: []v1alpha1.AnalysisMetric{{Name: "w", Query: `up{deployment="{{.Canary.Workloads.decode}}"}`, SuccessCondition: "result >= 1"}}}}
+	must(t, w.s.client.Create(ctx, rollout))
+	must(t, w.s.client.Create(ctx, workload))
+	w.answers[`namespace="team-a"`] = prom.Answer{Values: []float64{1}}
+
+	out, err := w.run(t, analysisRun{ref: v1alpha1.AnalysisTemplateRef{TemplateName: "rollout"}, canary: canaryNS, stable: stableNS})
+	if err == nil || err.Error() != `AnalysisTemplate "rollout" did not pass: name Error, hash Error, revision Error` {
+		t.Fatalf("error = %v\n%s", err, out)
+	}
+	for _, tag := range []string{"{{.Name}}", "{{.Canary.Hash}}", "{{.Stable.Revision}}"} {
+		if !strings.Contains(out, "Error: the query uses "+tag+", which only a DGD's rollout knows") {
+			t.Errorf("%s is not named:\n%s", tag, out)
+		}
+	}
+	if diff := cmp.Diff([]string{`up{namespace="team-a"}`}, w.prom.Queries()); diff != "" {
+		t.Errorf("queries (-want +got):\n%s", diff)
+	}
+
+	out, err = w.run(t, analysisRun{ref: v1alpha1.AnalysisTemplateRef{TemplateName: "workload"}, canary: canaryNS})
+	if err == nil || !strings.Contains(out, `error: InvalidSpec: spec.rollout.steps[0].analysis.templates[0] (AnalysisTemplate "workload") metrics[0].query: not a valid query template: unknown placeholder {{.Canary.Workloads.decode}}`) {
+		t.Fatalf("error = %v\n%s", err, out)
+	}
+}
