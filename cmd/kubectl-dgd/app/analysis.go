@@ -25,6 +25,7 @@ import (
 // Prometheus URL from when --prometheus-url is not given.
 const PrometheusURLEnv = "DGD_PROMETHEUS_URL"
 
+// newAnalysisCommand groups the analysis verbs.
 func newAnalysisCommand(c *cli) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "analysis SUBCOMMAND",
