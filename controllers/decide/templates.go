@@ -76,11 +76,7 @@ func AnalysisMetrics(i int, a *v1alpha1.RolloutAnalysis, namespace string, templ
 		at := fmt.Sprintf("%s.templates[%d]", field, k)
 		t, ok := templates[ref]
 		if !ok {
-			where := "in namespace " + namespace
-			if ref.ClusterScope {
-				where = "in the cluster"
-			}
-			return nil, &invalidSpec{msg: fmt.Sprintf("%s: %s %q not found %s: create it, or fix templateName (clusterScope: %t)", at, ref.Kind(), ref.TemplateName, where, ref.ClusterScope)}
+			return nil, templateNotFound(at, ref, namespace)
 		}
 		args, err := templateArgs(field, ref, t, stepArgs)
 		if err != nil {
@@ -96,6 +92,16 @@ func AnalysisMetrics(i int, a *v1alpha1.RolloutAnalysis, namespace string, templ
 		return nil, &invalidSpec{msg: fmt.Sprintf("%s: %d metrics with those of its templates, at most %d (status records one entry per metric)", field, len(out), v1alpha1.MaxStepMetrics)}
 	}
 	return out, nil
+}
+
+// templateNotFound is the InvalidSpec of a step's reference (field at) to a template
+// that does not exist.
+func templateNotFound(at string, ref v1alpha1.AnalysisTemplateRef, namespace string) error {
+	where := "in namespace " + namespace
+	if ref.ClusterScope {
+		where = "in the cluster"
+	}
+	return &invalidSpec{msg: fmt.Sprintf("%s: %s %q not found %s: create it, or fix templateName (clusterScope: %t)", at, ref.Kind(), ref.TemplateName, where, ref.ClusterScope)}
 }
 
 // templateArgs are the argument values a template's metrics read: the step's over the

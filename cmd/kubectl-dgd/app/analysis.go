@@ -51,30 +51,10 @@ func newAnalysisRunCommand(c *cli) *cobra.Command {
 		connect analysis.PrometheusClient
 	)
 	cmd := &cobra.Command{
-		Use:   "run TEMPLATE [--cluster-scope] --canary-namespace=DYNAMO_NS [--stable-namespace=DYNAMO_NS] [--arg NAME=VALUE]...",
-		Short: "Measure an analysis template's metrics once, as an analysis step would",
-		Long: "Read the AnalysisTemplate TEMPLATE of the namespace (or, with --cluster-scope, the\n" +
-			"ClusterAnalysisTemplate), resolve its metrics and arguments as the operator does for an\n" +
-			"analysis step that references it (the --arg values are the step's args, over the\n" +
-			"template's defaults), run each metric's query once against Prometheus, and judge the\n" +
-			"value with its successCondition and failureCondition. Prints, per metric, its verdict\n" +
-			"(Successful, Failed, Inconclusive, or Error with the reason), its value and its query\n" +
-			"as sent. Exits non-zero unless every metric is Successful: what would not pass a step\n" +
-			"does not pass here.\n\n" +
-			"The queries' placeholders are filled from the flags: {{.Canary.Namespace}} and\n" +
-			"{{.Canary.MetricsNamespace}} from --canary-namespace (a worker revision's Dynamo\n" +
-			"namespace: <namespace>-<dgd>-<hash>, dots of the DGD's name made dashes, with the hash\n" +
-			"kubectl dgd get prints for the revision; MetricsNamespace is it sanitized as the\n" +
-			"dynamo_component_* metrics label it), {{.Stable.*}} alike from\n" +
-			"--stable-namespace, {{.Namespace}} from -n, {{args.NAME}} from --arg and the\n" +
-			"template's defaults. A query naming what only a DGD's revision knows (its name, a\n" +
-			"hash, a revision number, a workload) is an Error.\n\n" +
-			"Prometheus is --prometheus-url, else $" + PrometheusURLEnv + "; the TLS and token flags are\n" +
-			"the operator's own.",
-		Example: "  kubectl dgd analysis run error-rate -n team-a --canary-namespace=team-a-vllm-disagg-5d4c8b7f \\\n" +
-			"      --arg max-error-rate=0.05 --prometheus-url=http://prometheus.monitoring:9090\n" +
-			"  DGD_PROMETHEUS_URL=http://localhost:9090 kubectl dgd analysis run latency --cluster-scope \\\n" +
-			"      --canary-namespace=team-a-vllm-disagg-5d4c8b7f --stable-namespace=team-a-vllm-disagg-7b6f5d4c",
+		Use:     "run TEMPLATE [--cluster-scope] --canary-namespace=DYNAMO_NS [--stable-namespace=DYNAMO_NS] [--arg NAME=VALUE]...",
+		Short:   "Measure an analysis template's metrics once, as an analysis step would",
+		Long:    analysisRunLong,
+		Example: analysisRunExample,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return fmt.Errorf("%s needs exactly one analysis template name, got %d arguments (see --help)", cmd.CommandPath(), len(args))
@@ -84,27 +64,7 @@ func newAnalysisRunCommand(c *cli) *cobra.Command {
 		ValidArgsFunction: c.completeTemplate,
 		RunE: func(cmd *cobra.Command, names []string) error {
 			run.ref.TemplateName = names[0]
-			var err error
-			if run.args, err = parseArgs(args); err != nil {
-				return err
-			}
-			url = cmp.Or(url, os.Getenv(PrometheusURLEnv))
-			if url == "" {
-				return fmt.Errorf("no Prometheus to query: pass --prometheus-url or set %s", PrometheusURLEnv)
-			}
-			rt, err := connect.Transport()
-			if err != nil {
-				return err
-			}
-			q, err := analysis.NewPrometheusWith(url, rt)
-			if err != nil {
-				return err
-			}
-			s, err := c.connect()
-			if err != nil {
-				return err
-			}
-			return s.runAnalysis(cmd.Context(), c.streams.Out, c.streams.ErrOut, run, q)
+			return c.analysisRun(cmd, run, args, url, connect)
 		},
 	}
 	f := cmd.Flags()
@@ -118,6 +78,59 @@ func newAnalysisRunCommand(c *cli) *cobra.Command {
 	f.BoolVar(&connect.InsecureSkipVerify, "prometheus-insecure-skip-verify", false, analysis.UsageInsecureSkipVerify)
 	return cmd
 }
+
+// analysisRun parses the --arg values, connects to Prometheus (--prometheus-url, else
+// $DGD_PROMETHEUS_URL, through the operator's TLS and token transport) and to the
+// cluster, and runs the template once.
+func (c *cli) analysisRun(cmd *cobra.Command, run analysisRun, args []string, url string, connect analysis.PrometheusClient) error {
+	var err error
+	if run.args, err = parseArgs(args); err != nil {
+		return err
+	}
+	url = cmp.Or(url, os.Getenv(PrometheusURLEnv))
+	if url == "" {
+		return fmt.Errorf("no Prometheus to query: pass --prometheus-url or set %s", PrometheusURLEnv)
+	}
+	rt, err := connect.Transport()
+	if err != nil {
+		return err
+	}
+	q, err := analysis.NewPrometheusWith(url, rt)
+	if err != nil {
+		return err
+	}
+	s, err := c.connect()
+	if err != nil {
+		return err
+	}
+	return s.runAnalysis(cmd.Context(), c.streams.Out, c.streams.ErrOut, run, q)
+}
+
+// analysisRunLong and analysisRunExample are the help of kubectl dgd analysis run.
+const (
+	analysisRunLong = "Read the AnalysisTemplate TEMPLATE of the namespace (or, with --cluster-scope, the\n" +
+		"ClusterAnalysisTemplate), resolve its metrics and arguments as the operator does for an\n" +
+		"analysis step that references it (the --arg values are the step's args, over the\n" +
+		"template's defaults), run each metric's query once against Prometheus, and judge the\n" +
+		"value with its successCondition and failureCondition. Prints, per metric, its verdict\n" +
+		"(Successful, Failed, Inconclusive, or Error with the reason), its value and its query\n" +
+		"as sent. Exits non-zero unless every metric is Successful: what would not pass a step\n" +
+		"does not pass here.\n\n" +
+		"The queries' placeholders are filled from the flags: {{.Canary.Namespace}} and\n" +
+		"{{.Canary.MetricsNamespace}} from --canary-namespace (a worker revision's Dynamo\n" +
+		"namespace: <namespace>-<dgd>-<hash>, dots of the DGD's name made dashes, with the hash\n" +
+		"kubectl dgd get prints for the revision; MetricsNamespace is it sanitized as the\n" +
+		"dynamo_component_* metrics label it), {{.Stable.*}} alike from\n" +
+		"--stable-namespace, {{.Namespace}} from -n, {{args.NAME}} from --arg and the\n" +
+		"template's defaults. A query naming what only a DGD's revision knows (its name, a\n" +
+		"hash, a revision number, a workload) is an Error.\n\n" +
+		"Prometheus is --prometheus-url, else $" + PrometheusURLEnv + "; the TLS and token flags are\n" +
+		"the operator's own."
+	analysisRunExample = "  kubectl dgd analysis run error-rate -n team-a --canary-namespace=team-a-vllm-disagg-5d4c8b7f \\\n" +
+		"      --arg max-error-rate=0.05 --prometheus-url=http://prometheus.monitoring:9090\n" +
+		"  DGD_PROMETHEUS_URL=http://localhost:9090 kubectl dgd analysis run latency --cluster-scope \\\n" +
+		"      --canary-namespace=team-a-vllm-disagg-5d4c8b7f --stable-namespace=team-a-vllm-disagg-7b6f5d4c"
+)
 
 // parseArgs reads --arg NAME=VALUE flags (VALUE may be empty, or hold '=' and ',').
 func parseArgs(flags []string) ([]v1alpha1.AnalysisArgument, error) {
