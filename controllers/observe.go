@@ -21,8 +21,9 @@ import (
 // observe reads everything one pass of dgd decides from into a snapshot, and writes
 // nothing: the DGD's pods (as metadata), its workloads on every backend, what Dynamo's
 // discovery publishes of them, whether the cache shows the operator's last writes, its
-// revisions, the objects its pods need, and the names of its stable workloads. A
-// workload whose cache is behind ends the reading there: the pass will act on nothing.
+// revisions, the objects its pods need, the analysis templates its steps reference,
+// and the names of its stable workloads. A workload whose cache is behind ends the
+// reading there: the pass will act on nothing.
 func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) (*decide.Snapshot, error) {
 	s := &decide.Snapshot{DGD: dgd, Now: r.now(), Platform: r.Platform, Backends: r.Backends.Descriptions(),
 		Names: map[backends.Key]string{}, CanListUnscheduled: r.APIReader != nil, Holders: map[decide.ObjectName]decide.Holder{},
@@ -44,6 +45,9 @@ func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 		return nil, err
 	}
 	if s.Objects, err = r.observeObjects(ctx, dgd); err != nil {
+		return nil, err
+	}
+	if s.AnalysisTemplates, err = r.observeTemplates(ctx, dgd); err != nil {
 		return nil, err
 	}
 	r.nameStable(dgd, s)

@@ -41,7 +41,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
-	b = r.watch(mgr, b)
+	b = r.watchTemplates(r.watch(mgr, b))
 	// A landed analysis result enqueues its DGD (measure.go).
 	b = b.WatchesRawSource(source.Func(r.measurements().start))
 	if r.Middleware != nil {
@@ -52,7 +52,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 
 // index registers the field indexes the controller lists by: pods, ControllerRevisions
 // and EndpointSlices by graph (revisions.NewHistory lists revisions so); workloads,
-// and the Services and Ingresses it prunes, by controller UID (backends.ListControlled).
+// and the Services and Ingresses it prunes, by controller UID (backends.ListControlled);
+// DGDs by the analysis templates they reference (templateIndex).
 func (r *Reconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 	pod := &metav1.PartialObjectMetadata{}
 	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
@@ -60,6 +61,9 @@ func (r *Reconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 		if err := backends.IndexGraph(ctx, mgr.GetFieldIndexer(), obj); err != nil {
 			return err
 		}
+	}
+	if err := indexTemplates(ctx, mgr); err != nil {
+		return err
 	}
 	indexed := map[reflect.Type]bool{}
 	controlled := []client.Object{&corev1.Service{}, &networkingv1.Ingress{}}

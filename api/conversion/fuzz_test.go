@@ -85,10 +85,12 @@ var alphaEdgeSeeds = []string{
 	`{"spec":{"services":{"w":{"volumeMounts":[{"name":"a","mountPoint":"/a","useAsCompilationCache":true},{"name":"b","mountPoint":"/b"},{"name":"c","mountPoint":"/c","useAsCompilationCache":true}]}}}}`,
 	`{"spec":{"services":{"f":{"componentType":"frontend","frontendSidecar":{"image":"s","args":["a"],"envFromSecret":"sec"},"scalingAdapter":{"enabled":false},"gpuMemoryService":{"enabled":false,"mode":"IntraPod"},"failover":{"enabled":true,"numShadows":1}}}}}`,
 	`{"spec":{"pvcs":[{"name":"p"}],"dynamoGraph":"g","topologyConstraint":{"topologyProfile":"t","packDomain":"rack"},"envs":[{"name":"E"}],"services":{"w":{"ingress":{"enabled":true,"host":"h"},"dynamoNamespace":"ns","labels":{"a":"b"},"annotations":{"c":"d"},"extraPodMetadata":{},"extraPodSpec":{}}}}}`,
+	`{"spec":{"rollout":{"steps":[{"partition":"50%"},{"analysis":{"metrics":[{"name":"up","query":"up{x=\"{{args.e}}\"}","successCondition":"result > 0.0"}],"templates":[{"templateName":"error-rate"},{"templateName":"error-rate","clusterScope":true}],"args":[{"name":"e","value":"generate"},{"name":"max"},{"name":"empty","value":""}]}}]}}}`,
 	`{"spec":{"services":{"w":{"livenessProbe":{"periodSeconds":3},"extraPodSpec":{"mainContainer":{"name":"main","readinessProbe":{"periodSeconds":4},"resources":{"limits":{"cpu":"1"}}},"containers":[{"name":"side","image":"s"},{"name":"main","image":"dropped"}]}}}}}`,
 }
 
 var betaEdgeSeeds = []string{
+	`{"spec":{"components":[{"name":"w","type":"decode"}],"rollout":{"steps":[{"partition":"50%"},{"analysis":{"metrics":[{"name":"up","query":"up{x=\"{{args.e}}\"}","successCondition":"result > 0.0"}],"templates":[{"templateName":"error-rate"},{"templateName":"error-rate","clusterScope":true}],"args":[{"name":"e","value":"generate"},{"name":"max"},{"name":"empty","value":""}]}}]}}}`,
 	`{"spec":{"components":[{"name":"b","type":"decode"},{"name":"a","type":"prefill"}]}}`,
 	`{"spec":{"components":[{"name":"w","podTemplate":{"metadata":{"name":"x","labels":{"a":"b"}},"spec":{"containers":[{"name":"side","image":"s"},{"name":"main","image":"m","env":[{"name":"A"}],"volumeMounts":[{"name":"cache","mountPath":"/c"},{"name":"v","mountPath":"/v","readOnly":true}]}]}},"compilationCache":{"pvcName":"cache","mountPath":"/c"}}]}}`,
 	`{"spec":{"components":[{"name":"w","podTemplate":{},"sharedMemorySize":"0","scalingAdapter":{},"experimental":{"grove":{"forceScalingGroup":true},"gpuMemoryService":{"mode":"IntraPod"}}}]}}`,

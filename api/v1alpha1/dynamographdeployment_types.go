@@ -108,15 +108,32 @@ type RolloutStep struct {
 }
 
 // RolloutAnalysis is an analysis step: metrics measured together, in the Prometheus
-// the operator is configured with (--prometheus-url).
+// the operator is configured with (--prometheus-url): its inline metrics and those of
+// the analysis templates it references, at most 8 in all, each name once.
+//
+// +kubebuilder:validation:XValidation:rule="(has(self.metrics) && size(self.metrics) > 0) || (has(self.templates) && size(self.templates) > 0)",message="an analysis needs at least one metric or template",fieldPath=".metrics"
 type RolloutAnalysis struct {
 	// Metrics to measure. Each is measured count times, interval apart; the step passes
 	// once every metric has passed.
+	// +optional
 	// +listType=map
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
-	// +kubebuilder:validation:XValidation:rule="size(self) > 0",message="an analysis needs at least one metric"
-	Metrics []AnalysisMetric `json:"metrics"`
+	Metrics []AnalysisMetric `json:"metrics,omitempty"`
+	// Templates whose metrics the step measures too: AnalysisTemplates of the DGD's
+	// namespace, or ClusterAnalysisTemplates (clusterScope). A template that does not
+	// exist holds the DGD (reason InvalidSpec, naming it) until it is created.
+	// +optional
+	// +kubebuilder:validation:MaxItems=8
+	Templates []AnalysisTemplateRef `json:"templates,omitempty"`
+	// Args are the values of the templates' arguments ({{args.<name>}}), over their
+	// defaults; the inline metrics read them too. An argument of a template that has no
+	// value here nor a default holds the DGD (reason InvalidSpec, naming it).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	Args []AnalysisArgument `json:"args,omitempty"`
 }
 
 // AnalysisMetric is one PromQL query and how to judge its result.
@@ -137,13 +154,14 @@ type AnalysisMetric struct {
 	// Dynamo runtime's dynamo_component_* metrics label them: every character other
 	// than a letter, digit or '_' made '_'), {{.Canary.Hash}}, {{.Canary.Revision}},
 	// {{index .Canary.Workloads "decode"}} (workload names by service; also
-	// {{.Canary.Workloads.decode}}), and {{.Namespace}} and {{.Name}} (the DGD's).
+	// {{.Canary.Workloads.decode}}), {{.Namespace}} and {{.Name}} (the DGD's), and
+	// {{args.<name>}} (an argument of the step or of the metric's analysis template).
 	// Admission refuses Go template loops and recursion (range, define, template,
 	// block); the operator reports any other unknown placeholder (reason InvalidSpec)
 	// without running it. Substituted, a query is at most 16 KiB.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096
-	// +kubebuilder:validation:XValidation:rule="!self.matches('[{][{]-?[[:space:]]*(range|define|template|block)([^.A-Za-z0-9_]|$)')",message="a query is placeholder substitution, not a Go template: {{range}}, {{define}}, {{template}} and {{block}} (loops and recursion) are refused; the placeholders are .Namespace, .Name, and .Canary or .Stable with .Namespace, .MetricsNamespace, .Hash, .Revision or .Workloads"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[{][{]-?[[:space:]]*(range|define|template|block)([^.A-Za-z0-9_]|$)')",message="a query is placeholder substitution, not a Go template: {{range}}, {{define}}, {{template}} and {{block}} (loops and recursion) are refused; the placeholders are .Namespace, .Name, and .Canary or .Stable with .Namespace, .MetricsNamespace, .Hash, .Revision or .Workloads, and args.<name>"
 	Query string `json:"query"`
 	// SuccessCondition is a CEL expression over result (a double, the query's value),
 	// e.g. "result < 0.05". A measurement for which it is false fails, unless a

@@ -1,6 +1,7 @@
 // Command kubectl-dgd is the kubectl plugin for DynamoGraphDeployment rollouts: put it on
 // PATH (make install-plugin) and run "kubectl dgd rollout history|status|undo|pause|
-// resume|partition|promote|abort|retry NAME", "kubectl dgd set image", "restart", "list".
+// resume|partition|promote|abort|retry NAME", "kubectl dgd set image", "restart", "list",
+// "analysis run TEMPLATE".
 // See package app and docs/day2.md.
 package main
 

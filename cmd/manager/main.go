@@ -13,6 +13,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
+	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
 )
 
@@ -39,7 +40,7 @@ func main() {
 	app.TuningFlags(flag.CommandLine, &tuning)
 	var prometheusURL string
 	app.AnalysisFlags(flag.CommandLine, &prometheusURL)
-	var prometheus app.PrometheusClient
+	var prometheus analysis.PrometheusClient
 	app.PrometheusClientFlags(flag.CommandLine, &prometheus)
 	var watch []string
 	app.WatchNamespacesFlag(flag.CommandLine, &watch)

@@ -62,6 +62,9 @@ type Metric struct {
 	Count                           int32
 	FailureLimit, InconclusiveLimit int32
 	ConsecutiveErrorLimit           int32
+	// Args are the values of the arguments its query reads ({{args.<name>}}): the
+	// step's, over its analysis template's defaults.
+	Args map[string]string
 }
 
 // Result is what a query returned: Samples values (a scalar is one), the first of

@@ -187,21 +187,38 @@ func unknownTag(tag string, values map[string]string) error {
 		openTag, shown, closeTag, strings.Join(known, ", "))
 }
 
-// Render expands a query template with vars (Expand over Values(vars)).
-func Render(query string, vars Vars) (string, error) {
-	return Expand(query, Values(vars))
+// ArgPrefix starts the tag of an argument: {{args.<name>}}, as Argo Rollouts spells it.
+const ArgPrefix = "args."
+
+// ArgValues are the tags of args ({{args.<name>}}) with their values.
+func ArgValues(args map[string]string) map[string]string {
+	out := make(map[string]string, len(args))
+	for k, v := range args {
+		out[ArgPrefix+k] = v
+	}
+	return out
 }
 
-// CheckQuery reports whether query is a template Render can expand, trying it on
-// sample revisions with the given worker services. Like Expand, it costs one pass over
-// the query.
-func CheckQuery(query string, services []string) error {
+// Render expands a query template with vars and args (Expand over Values(vars) and
+// ArgValues(args), in one pass: an argument's value is not expanded again).
+func Render(query string, vars Vars, args map[string]string) (string, error) {
+	values := Values(vars)
+	for k, v := range args {
+		values[ArgPrefix+k] = v
+	}
+	return Expand(query, values)
+}
+
+// CheckQuery reports whether query is a template Render can expand with args, trying
+// it on sample revisions with the given worker services. Like Expand, it costs one pass
+// over the query; the cap on its expansion applies with the arguments' values.
+func CheckQuery(query string, services []string, args map[string]string) error {
 	w := map[string]string{}
 	for _, s := range services {
 		w[s] = "dgd-" + s + "-0123456789"
 	}
 	r := NewRevision(2, "0123abcd", "ns-dgd-0123abcd", w)
-	if _, err := Render(query, Vars{Namespace: "ns", Name: "dgd", Canary: r, Stable: r}); err != nil {
+	if _, err := Render(query, Vars{Namespace: "ns", Name: "dgd", Canary: r, Stable: r}, args); err != nil {
 		return fmt.Errorf("not a valid query template: %w", err)
 	}
 	return nil

@@ -26,7 +26,7 @@ func TestExpandPlaceholders(t *testing.T) {
 		`sum(up{job="x"}) by (pod) {}`:                                                `sum(up{job="x"}) by (pod) {}`,
 		`{a="}}"}`:                                                                    `{a="}}"}`,
 	} {
-		got, err := Render(q, vars)
+		got, err := Render(q, vars, nil)
 		if err != nil || got != want {
 			t.Errorf("Render(%q) = %q, %v; want %q", q, got, err, want)
 		}
@@ -56,15 +56,15 @@ func TestExpandRefuses(t *testing.T) {
 		`{{}}`:                                                      "unknown placeholder {{}}",
 		`{{` + strings.Repeat("x", 200) + `}}`:                      "...",
 	} {
-		_, err := Render(q, vars)
+		_, err := Render(q, vars, nil)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Render(%q): %v, want an error containing %q", q, err, want)
 		}
 	}
-	if err := CheckQuery(`{{range 30000000}}{{end}}`, []string{"decode"}); err == nil || !strings.Contains(err.Error(), "not a valid query template") {
+	if err := CheckQuery(`{{range 30000000}}{{end}}`, []string{"decode"}, nil); err == nil || !strings.Contains(err.Error(), "not a valid query template") {
 		t.Errorf("CheckQuery of a loop: %v", err)
 	}
-	if err := CheckQuery(`up{x="{{index .Canary.Workloads "prefill"}}"}`, []string{"prefill"}); err != nil {
+	if err := CheckQuery(`up{x="{{index .Canary.Workloads "prefill"}}"}`, []string{"prefill"}, nil); err != nil {
 		t.Errorf("CheckQuery: %v", err)
 	}
 }
@@ -92,7 +92,7 @@ func BenchmarkExpandLoop(b *testing.B) {
 	vars := sampleVars()
 	q := `sum(rate(x{ns="{{.Canary.Namespace}}"}[1m])) {{range 30000000}}{{range 30000000}}{{end}}{{end}}`
 	for b.Loop() {
-		if _, err := Render(q, vars); err == nil {
+		if _, err := Render(q, vars, nil); err == nil {
 			b.Fatal("a loop expanded")
 		}
 	}
@@ -103,7 +103,7 @@ func BenchmarkExpandSample(b *testing.B) {
 	vars := sampleVars()
 	q := `sum(rate(dynamo_component_errors_total{dynamo_namespace="{{.Canary.MetricsNamespace}}",dynamo_endpoint="generate"}[30s])) / sum(rate(dynamo_component_requests_total{dynamo_namespace="{{.Canary.MetricsNamespace}}",dynamo_endpoint="generate"}[30s]))`
 	for b.Loop() {
-		if _, err := Render(q, vars); err != nil {
+		if _, err := Render(q, vars, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

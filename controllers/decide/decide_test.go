@@ -54,6 +54,9 @@ type world struct {
 	names    map[backends.Key]string
 	// answer answers an analysis query a pass asks (nil: none is expected).
 	answer func(decide.Measure) analysis.Result
+	// templates are the analysis templates of the DGD's namespace and the cluster
+	// (newWorld: tableTemplates).
+	templates decide.Templates
 }
 
 func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
@@ -61,7 +64,7 @@ func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
 	return &world{dgd: dgd, workloads: map[string]*decide.Workload{}, now: t0,
 		objects:  decide.Objects{Named: map[string]client.Object{}},
 		backends: map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment},
-		names:    map[backends.Key]string{}}
+		names:    map[backends.Key]string{}, templates: tableTemplates()}
 }
 
 // describe is the description of the backend of that kind.
@@ -101,7 +104,8 @@ func (w *world) snapshot() *decide.Snapshot {
 		Revisions: slices.Clone(w.revisions),
 		Names:     maps.Clone(w.names),
 		// A copy: writes point into the snapshot's objects, which apply must not move.
-		Objects: decide.Objects{Services: slices.Clone(w.objects.Services), Named: maps.Clone(w.objects.Named)},
+		Objects:           decide.Objects{Services: slices.Clone(w.objects.Services), Named: maps.Clone(w.objects.Named)},
+		AnalysisTemplates: w.templates,
 	}
 	for _, name := range sortedStrings(w.workloads) {
 		s.Workloads = append(s.Workloads, *w.workloads[name])

@@ -44,6 +44,9 @@ type Snapshot struct {
 	// Names are workload names a backend that reads the cluster to name them (Grove)
 	// gave, by key: the stable services' always, others as Decide asked (Needs.Names).
 	Names map[backends.Key]string
+	// AnalysisTemplates are the analysis templates the DGD's steps reference
+	// (TemplateRefs), as the cache shows them; one missing does not exist.
+	AnalysisTemplates Templates
 	// Measurements are the results of the analysis queries earlier passes listed as due
 	// (Decision.Measure) that have landed, by the measurement each was asked for.
 	Measurements map[Measure]analysis.Result

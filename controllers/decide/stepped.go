@@ -34,7 +34,7 @@ func runSteps(v *view, h *history, a *attempt, d *draft) (stepped, error) {
 	if len(ro.Steps) == 0 || a.abort != nil {
 		return stepped{}, nil
 	}
-	list, err := stepsOf(ro.Steps, v.dgd.WorkerServiceNames())
+	list, err := stepsOf(ro.Steps, v.dgd.Namespace, v.AnalysisTemplates, v.dgd.WorkerServiceNames())
 	if err != nil {
 		return stepped{}, err
 	}
@@ -154,7 +154,7 @@ func measure(v *view, h *history, a attempt, d *draft, book *analysisBook, state
 	recorded := false
 	var missing []MeasureNeed
 	for _, m := range due {
-		query, err := analysis.Render(m.Query, vars)
+		query, err := analysis.Render(m.Query, vars, m.Args)
 		r := analysis.Result{Err: err}
 		if err == nil {
 			t := tallies[m.Name]
@@ -247,11 +247,12 @@ func (e *invalidSpec) Error() string { return e.msg }
 // stepsOf converts spec.rollout.steps for the step machine, defaults applied, and
 // reports what admission cannot check as InvalidSpec naming the field: a malformed
 // step partition, a partition that rises, a condition that is not CEL over result
-// yielding a bool, a query that is not a template over the analysis variables.
-func stepsOf(spec []v1alpha1.RolloutStep, workers []string) ([]steps.Step, error) {
+// yielding a bool, a query that is not a template over the analysis variables, what
+// the analysis templates a step references lack (AnalysisMetrics).
+func stepsOf(spec []v1alpha1.RolloutStep, namespace string, templates Templates, workers []string) ([]steps.Step, error) {
 	list := make([]steps.Step, len(spec))
 	for i, s := range spec {
-		st, err := stepOf(i, s, workers)
+		st, err := stepOf(i, s, namespace, templates, workers)
 		if err != nil {
 			return nil, err
 		}
@@ -265,7 +266,7 @@ func stepsOf(spec []v1alpha1.RolloutStep, workers []string) ([]steps.Step, error
 }
 
 // stepOf converts step i.
-func stepOf(i int, s v1alpha1.RolloutStep, workers []string) (steps.Step, error) {
+func stepOf(i int, s v1alpha1.RolloutStep, namespace string, templates Templates, workers []string) (steps.Step, error) {
 	switch {
 	case s.Partition != nil && !validPartition(*s.Partition):
 		return steps.Step{}, &invalidSpec{msg: fmt.Sprintf("spec.rollout.steps[%d].partition: %q must be a non-negative integer or a percentage from 0%% to 100%%", i, s.Partition.String())}
@@ -279,21 +280,15 @@ func stepOf(i int, s v1alpha1.RolloutStep, workers []string) (steps.Step, error)
 		}
 		return st, nil
 	case s.Analysis != nil:
-		var st steps.Step
-		for j, m := range s.Analysis.Metrics {
-			if err := checkMetric(fmt.Sprintf("spec.rollout.steps[%d].analysis.metrics[%d]", i, j), m, workers); err != nil {
-				return steps.Step{}, err
-			}
-			st.Analysis = append(st.Analysis, metricOf(m))
-		}
-		return st, nil
+		metrics, err := AnalysisMetrics(i, s.Analysis, namespace, templates, workers)
+		return steps.Step{Analysis: metrics}, err
 	}
 	return steps.Step{}, nil
 }
 
 // checkMetric reports a metric's conditions that are not CEL over result and a query
-// that is not a template over the analysis variables.
-func checkMetric(field string, m v1alpha1.AnalysisMetric, workers []string) error {
+// that is not a template over the analysis variables and args.
+func checkMetric(field string, m v1alpha1.AnalysisMetric, workers []string, args map[string]string) error {
 	for _, c := range []struct{ name, expr string }{{"successCondition", m.SuccessCondition}, {"failureCondition", m.FailureCondition}} {
 		if c.expr == "" {
 			continue
@@ -302,7 +297,7 @@ func checkMetric(field string, m v1alpha1.AnalysisMetric, workers []string) erro
 			return &invalidSpec{msg: fmt.Sprintf("%s.%s: %q is not a CEL condition over result (a double): %v", field, c.name, c.expr, err)}
 		}
 	}
-	if err := analysis.CheckQuery(m.Query, workers); err != nil {
+	if err := analysis.CheckQuery(m.Query, workers, args); err != nil {
 		return &invalidSpec{msg: fmt.Sprintf("%s.query: %v", field, err)}
 	}
 	return nil

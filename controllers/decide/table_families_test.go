@@ -348,6 +348,27 @@ func errorRate(success, failure string) v1alpha1.AnalysisMetric {
 		Query: `sum(rate(dynamo_frontend_requests_total{status="error",dynamo_namespace="{{.Canary.Namespace}}"}[1m]))`}
 }
 
+// tableTemplates are the analysis templates every world has: AnalysisTemplate
+// "error-rate" (its query's endpoint an argument without a default, its threshold one
+// with) and ClusterAnalysisTemplate "error-rate" (the same).
+func tableTemplates() decide.Templates {
+	t := &v1alpha1.AnalysisTemplateSpec{
+		Args: []v1alpha1.AnalysisArgument{{Name: "endpoint"}, {Name: "max", Value: ptr.To("0.05")}},
+		Metrics: []v1alpha1.AnalysisMetric{{Name: "error-rate", SuccessCondition: "result < {{args.max}}",
+			Query: `sum(rate(dynamo_component_errors_total{dynamo_namespace="{{.Canary.MetricsNamespace}}",dynamo_endpoint="{{args.endpoint}}"}[1m]))`}},
+	}
+	return decide.Templates{{TemplateName: "error-rate"}: t, {TemplateName: "error-rate", ClusterScope: true}: t}
+}
+
+// templateStep is an analysis step of the template named, with args as name, value.
+func templateStep(name string, cluster bool, args ...string) v1alpha1.RolloutStep {
+	a := &v1alpha1.RolloutAnalysis{Templates: []v1alpha1.AnalysisTemplateRef{{TemplateName: name, ClusterScope: cluster}}}
+	for i := 0; i+1 < len(args); i += 2 {
+		a.Args = append(a.Args, v1alpha1.AnalysisArgument{Name: args[i], Value: ptr.To(args[i+1])})
+	}
+	return v1alpha1.RolloutStep{Analysis: a}
+}
+
 func analysisStep(ms ...v1alpha1.AnalysisMetric) v1alpha1.RolloutStep {
 	return v1alpha1.RolloutStep{Analysis: &v1alpha1.RolloutAnalysis{Metrics: ms}}
 }
@@ -410,6 +431,14 @@ func analysisCases(t *testing.T) []tcase {
 	w = settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
 	w.answer = measured(results["successful"])
 	out = append(out, walk(t, w, "error-limit-0", both(newImage, setSteps(partitionStep("50%"), analysisStep(m))), answers(1))...)
+	// A step of an AnalysisTemplate with an argument, then of the ClusterAnalysisTemplate
+	// with the default threshold overridden (0.005: the successful answer, 0.01, fails).
+	w = settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
+	w.answer = measured(results["successful"])
+	out = append(out, walk(t, w, "template-with-arg", both(newImage, setSteps(partitionStep("50%"), templateStep("error-rate", false, "endpoint", "generate"))), answers(1))...)
+	w = settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
+	w.answer = measured(results["successful"])
+	out = append(out, walk(t, w, "cluster-template-threshold-arg", both(newImage, setSteps(partitionStep("50%"), templateStep("error-rate", true, "endpoint", "generate", "max", "0.005"))), []variant{allReady})...)
 	// Failed analysis aborts: the workers return (played with a failing answer).
 	w = settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
 	w.answer = measured(results["failed"])
@@ -495,6 +524,8 @@ func invalidCases(t *testing.T) []tcase {
 			Query: "up", SuccessCondition: "result <"})),
 		"analysis-query-unknown-placeholder": setSteps(partitionStep("50%"), analysisStep(v1alpha1.AnalysisMetric{Name: "m",
 			Query: "up{ns=\"{{.Canary.Nope}}\"}", SuccessCondition: "result < 1"})),
+		"analysis-template-missing":     setSteps(partitionStep("50%"), templateStep("error-rates", false, "endpoint", "generate")),
+		"analysis-template-arg-missing": setSteps(partitionStep("50%"), templateStep("error-rate", true)),
 		"budgets-both-zero-admission-refuses-planner-surges-1": func(d *v1alpha1.DynamoGraphDeployment) {
 			z := intstr.FromInt32(0)
 			d.Spec.Rollout.MaxSurge, d.Spec.Rollout.MaxUnavailable = &z, &z

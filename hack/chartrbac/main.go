@@ -6,7 +6,7 @@
 // The manager's ClusterRole rules are split by the scope of their resources, so that the
 // chart's namespace-scoped mode (watchNamespaces) can grant the namespaced ones through a
 // Role in each watched namespace and keep only the cluster-scoped ones (the operator's own
-// CRD) in a ClusterRole:
+// CRDs, and ClusterAnalysisTemplates) in a ClusterRole:
 //
 //	dgd-rollout.rules.cluster     rules on cluster-scoped resources
 //	dgd-rollout.rules.namespaced  every other rule of config/rbac/role.yaml
@@ -36,6 +36,7 @@ import (
 var clusterScoped = map[string]bool{
 	"apiextensions.k8s.io/customresourcedefinitions":        true,
 	"apiextensions.k8s.io/customresourcedefinitions/status": true,
+	"nvidia.com/clusteranalysistemplates":                   true,
 }
 
 func main() {
@@ -66,6 +67,39 @@ func main() {
 // --webhook-secret-name in config/manager).
 const WebhookSecret = "dgd-rollout-webhook-cert"
 
+// splitScope splits a rule by the scope of its resources: controller-gen merges the
+// markers of one group with the same verbs into one rule (analysistemplates and
+// clusteranalysistemplates), which becomes a cluster rule and a namespaced one. A rule
+// over several groups must not mix scopes.
+func splitScope(r rbacv1.PolicyRule) (cluster, namespaced []rbacv1.PolicyRule, err error) {
+	var c, n []string
+	for _, res := range r.Resources {
+		scoped := 0
+		for _, g := range r.APIGroups {
+			if clusterScoped[g+"/"+res] {
+				scoped++
+			}
+		}
+		switch scoped {
+		case 0:
+			n = append(n, res)
+		case len(r.APIGroups):
+			c = append(c, res)
+		default:
+			return nil, nil, fmt.Errorf("resource %s is cluster-scoped in some groups of a rule only: %v", res, r.APIGroups)
+		}
+	}
+	part := func(res []string) []rbacv1.PolicyRule {
+		if len(res) == 0 {
+			return nil
+		}
+		p := *r.DeepCopy()
+		p.Resources = res
+		return []rbacv1.PolicyRule{p}
+	}
+	return part(c), part(n), nil
+}
+
 // Render returns the named templates of the rules in dir.
 func Render(dir string) ([]byte, error) {
 	manager, err := rules(filepath.Join(dir, "role.yaml"), "ClusterRole")
@@ -78,22 +112,11 @@ func Render(dir string) ([]byte, error) {
 	}
 	var cluster, namespaced []rbacv1.PolicyRule
 	for _, r := range manager {
-		scoped := 0
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				if clusterScoped[g+"/"+res] {
-					scoped++
-				}
-			}
+		c, n, err := splitScope(r)
+		if err != nil {
+			return nil, err
 		}
-		switch {
-		case scoped == 0:
-			namespaced = append(namespaced, r)
-		case scoped == len(r.APIGroups)*len(r.Resources):
-			cluster = append(cluster, r)
-		default:
-			return nil, fmt.Errorf("a rule mixes cluster-scoped and namespaced resources: %v %v", r.APIGroups, r.Resources)
-		}
+		cluster, namespaced = append(cluster, c...), append(namespaced, n...)
 	}
 	secrets, err := rules(filepath.Join(dir, "role.yaml"), "Role")
 	if err != nil {

@@ -95,6 +95,7 @@ run kubectl dgd rollout partition vllm-disagg 50%
 
 echo "## analysis"
 analyses="kubectl get dgd vllm-disagg -o jsonpath='{range .status.rollingUpdate.analyses[*]}steps[{.step}]: {.phase}{\"\\n\"}{range .metrics[*]}  {.name}: {.phase}, successful {.successful}, failed {.failed}, values{range .measurements[*]} {.value}{end}{\"\\n\"}{end}{end}'"
+run kubectl apply -f config/samples/analysis/error-rate.yaml
 run kubectl patch dgd vllm-disagg --type=merge --patch-file config/samples/canary-analysis.yaml
 run "$(img 0.7.0)"
 run kubectl wait dgd/vllm-disagg --for=jsonpath="'{.status.rollingUpdate.reason}'=AnalysisRunning" --timeout=60s

@@ -40,30 +40,33 @@ func every(m v1alpha1.AnalysisMetric, interval time.Duration, count int32) v1alp
 	return m
 }
 
-// errorRatio is the error-rate query of config/samples/canary-analysis.yaml over the
-// last 10 s (30 s there): the healthy spec proves the sample passes a healthy canary on
+// errorRatio is the error-rate query of config/samples/analysis/error-rate.yaml (the
+// AnalysisTemplate canary-analysis.yaml references; its endpoint argument's default) over
+// the last 10 s (30 s there): the healthy spec proves the sample passes a healthy canary on
 // metrics shaped like Dynamo's, whose workers have no error series before their first
 // error (test/prom); without its "or vector(0)" the canary is held forever.
-var errorRatio = sampleQuery("canary-analysis.yaml", "error-rate")
+var errorRatio = sampleQuery("error-rate.yaml", "error-rate")
 
 func sampleQuery(file, metric string) string {
-	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "samples", file))
+	raw, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "samples", "analysis", file))
 	if err != nil {
 		panic(err)
 	}
-	var d v1alpha1.DynamoGraphDeployment
-	if err := yaml.UnmarshalStrict(raw, &d); err != nil {
+	var t v1alpha1.AnalysisTemplate
+	if err := yaml.UnmarshalStrict(raw, &t); err != nil {
 		panic(err)
 	}
-	for _, st := range d.Spec.Rollout.Steps {
-		if st.Analysis == nil {
+	for _, m := range t.Spec.Metrics {
+		if m.Name != metric {
 			continue
 		}
-		for _, m := range st.Analysis.Metrics {
-			if m.Name == metric {
-				return strings.ReplaceAll(m.Query, "[30s]", "[10s]")
+		q := m.Query
+		for _, a := range t.Spec.Args { // the defaults, as a step that passes none
+			if a.Value != nil {
+				q = strings.ReplaceAll(q, "{{args."+a.Name+"}}", *a.Value)
 			}
 		}
+		return strings.ReplaceAll(q, "[30s]", "[10s]")
 	}
 	panic(fmt.Sprintf("%s has no metric %s", file, metric))
 }
@@ -166,7 +169,7 @@ var _ = Describe("analysis steps against a real Prometheus", func() {
 		Expect(promSrv.Restart(ctx)).To(Succeed())
 		q, err := analysis.NewPrometheus(promSrv.URL)
 		Expect(err).NotTo(HaveOccurred())
-		query, err := analysis.Render(errorRatio, analysis.Vars{Canary: analysis.NewRevision(2, UpdateHash(d), render.EffectiveNamespace(d, true, UpdateHash(d)), nil)})
+		query, err := analysis.Render(errorRatio, analysis.Vars{Canary: analysis.NewRevision(2, UpdateHash(d), render.EffectiveNamespace(d, true, UpdateHash(d)), nil)}, nil)
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() analysis.Result { return q.Query(ctx, query, time.Now()) }, 30*time.Second, 500*time.Millisecond).Should(
 			HaveField("Samples", 1), "Prometheus answers the canary's query again")

@@ -180,19 +180,26 @@ func TestChartLint(t *testing.T) {
 	}
 }
 
-// TestChartCRDs: the chart's crds/ is config/crd/bases (a link), which Helm loads.
+// TestChartCRDs: the chart's crds/ is config/crd/bases (links), which Helm loads: the
+// DGD's CRD and the analysis templates'.
 func TestChartCRDs(t *testing.T) {
 	c := loadChart(t)
 	crds := c.CRDObjects()
-	if len(crds) != 1 {
-		t.Fatalf("%d CRDs in crds/, want 1", len(crds))
-	}
-	want, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "crd", "bases", "nvidia.com_dynamographdeployments.yaml"))
+	bases, err := filepath.Glob(filepath.Join(cluster.RepoRoot(), "config", "crd", "bases", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Equal(crds[0].File.Data, want) {
-		t.Errorf("crds/%s is not config/crd/bases' CRD", crds[0].Name)
+	if len(crds) != len(bases) || len(bases) != 3 {
+		t.Fatalf("%d CRDs in crds/, %d in config/crd/bases, want 3", len(crds), len(bases))
+	}
+	for _, crd := range crds {
+		want, err := os.ReadFile(filepath.Join(cluster.RepoRoot(), "config", "crd", "bases", filepath.Base(crd.Name)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(crd.File.Data, want) {
+			t.Errorf("crds/%s is not config/crd/bases' CRD", crd.Name)
+		}
 	}
 }
 
@@ -268,8 +275,12 @@ func TestChartRBAC(t *testing.T) {
 	objs = render(t, "dgd-rollout", "ops", values(t, `watchNamespaces: [team-a, team-b]`))
 	cluster := ruleSet(into[rbacv1.ClusterRole](t, find(objs, "ClusterRole", "", "dgd-rollout-manager")).Rules)
 	for _, p := range cluster {
-		if !strings.HasPrefix(p, "apiextensions.k8s.io customresourcedefinitions") || !strings.Contains(p, " dynamographdeployments.nvidia.com ") {
-			t.Errorf("namespace-scoped ClusterRole grants %q: only our CRD needs cluster scope", p)
+		ourCRD := false
+		for _, name := range []string{"dynamographdeployments", "analysistemplates", "clusteranalysistemplates"} {
+			ourCRD = ourCRD || strings.HasPrefix(p, "apiextensions.k8s.io customresourcedefinitions") && strings.Contains(p, " "+name+".nvidia.com ")
+		}
+		if !ourCRD && !strings.HasPrefix(p, "nvidia.com clusteranalysistemplates * ") {
+			t.Errorf("namespace-scoped ClusterRole grants %q: only our CRDs and ClusterAnalysisTemplates need cluster scope", p)
 		}
 	}
 	for _, ns := range []string{"team-a", "team-b"} {

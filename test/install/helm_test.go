@@ -81,15 +81,28 @@ func (e *env) startPod(t *testing.T, pod corev1.PodSpec, ns string, extra ...str
 	return m
 }
 
-// olderCRD is our CRD as an older release of the chart left it: created by Helm's crds/
-// (a plain create), without the v1beta1 printer columns.
-func olderCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+// embeddedDGDCRD is the DGD's CRD among those the binary embeds (the analysis
+// templates' are the others).
+func embeddedDGDCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crds, err := app.EmbeddedCRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	old := crds[0].DeepCopy()
+	for _, c := range crds {
+		if c.Name == "dynamographdeployments.nvidia.com" {
+			return c
+		}
+	}
+	t.Fatal("no DGD CRD embedded")
+	return nil
+}
+
+// olderCRD is our CRD as an older release of the chart left it: created by Helm's crds/
+// (a plain create), without the v1beta1 printer columns.
+func olderCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	old := embeddedDGDCRD(t).DeepCopy()
 	for i := range old.Spec.Versions {
 		if old.Spec.Versions[i].Name == "v1beta1" {
 			old.Spec.Versions[i].AdditionalPrinterColumns = nil
@@ -146,12 +159,9 @@ func TestHelmInstall(t *testing.T) {
 	}
 	op := e.startPod(t, pod, releaseNS)
 	live := e.crd(t)
-	embedded, err := app.EmbeddedCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	embedded := embeddedDGDCRD(t)
 	for i, v := range live.Spec.Versions {
-		if want := embedded[0].Spec.Versions[i]; !equality.Semantic.DeepEqual(v, want) {
+		if want := embedded.Spec.Versions[i]; !equality.Semantic.DeepEqual(v, want) {
 			t.Errorf("CRD version %s is not the embedded one after apply-crds", v.Name)
 		}
 	}
@@ -307,6 +317,7 @@ func checkRuleScopes(t *testing.T, e *env, manifest string) {
 		t.Fatal(err)
 	}
 	cr := into[rbacv1.ClusterRole](t, find(objs, "ClusterRole", "", release+"-manager"))
+	clusterRules := chartClusterRules(t)
 	lists, err := e.cs.Discovery().ServerPreferredResources()
 	if err != nil {
 		t.Logf("discovery: %v", err) // an aggregated API missing is not ours
@@ -330,7 +341,7 @@ func checkRuleScopes(t *testing.T, e *env, manifest string) {
 				if !known {
 					continue // a CRD not installed here (LeaderWorkerSet, Grove)
 				}
-				if cluster := g == "apiextensions.k8s.io"; ns == cluster {
+				if cluster := clusterRules[g+"/"+base]; ns == cluster {
 					t.Errorf("%s %s: namespaced=%v, but hack/chartrbac puts it with the %s rules", g, res, ns, map[bool]string{true: "cluster", false: "namespaced"}[cluster])
 				}
 			}
@@ -339,16 +350,22 @@ func checkRuleScopes(t *testing.T, e *env, manifest string) {
 }
 
 // checkNamespacedRBAC: after the upgrade to namespace-scoped mode, the ClusterRole
-// grants only our CRD, and the watched namespace has the Role.
+// grants only cluster-scoped resources (our CRDs, ClusterAnalysisTemplates), and the
+// watched namespace has the Role.
 func checkNamespacedRBAC(t *testing.T, e *env) {
 	t.Helper()
 	var cr rbacv1.ClusterRole
 	if err := e.k8s.Get(context.Background(), client.ObjectKey{Name: release + "-manager"}, &cr); err != nil {
 		t.Fatal(err)
 	}
+	cluster := chartClusterRules(t)
 	for _, r := range cr.Rules {
-		if !slices.Equal(r.APIGroups, []string{"apiextensions.k8s.io"}) {
-			t.Errorf("namespace-scoped ClusterRole has %v %v", r.APIGroups, r.Resources)
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if base, _, _ := strings.Cut(res, "/"); !cluster[g+"/"+base] {
+					t.Errorf("namespace-scoped ClusterRole has %s %s, which is not cluster-scoped", g, res)
+				}
+			}
 		}
 	}
 	var role rbacv1.Role
@@ -483,4 +500,33 @@ func ruleHealth(base string) (map[string]string, error) {
 		}
 	}
 	return h, nil
+}
+
+// chartClusterRules reads which resources hack/chartrbac put in the chart's cluster rules
+// (the "dgd-rollout.rules.cluster" define of templates/_rbac_rules.tpl), as group/resource.
+func chartClusterRules(t *testing.T) map[string]bool {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(chartDir(), "templates", "_rbac_rules.tpl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, body, ok := strings.Cut(string(raw), `{{- define "dgd-rollout.rules.cluster" }}`)
+	body, _, ok2 := strings.Cut(body, "{{- end }}")
+	if !ok || !ok2 {
+		t.Fatal("_rbac_rules.tpl has no dgd-rollout.rules.cluster define")
+	}
+	var rules []rbacv1.PolicyRule
+	if err := yaml.UnmarshalStrict([]byte(body), &rules); err != nil {
+		t.Fatalf("the chart's cluster rules: %v", err)
+	}
+	out := map[string]bool{}
+	for _, r := range rules {
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				base, _, _ := strings.Cut(res, "/")
+				out[g+"/"+base] = true
+			}
+		}
+	}
+	return out
 }

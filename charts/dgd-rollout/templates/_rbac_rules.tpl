@@ -6,22 +6,32 @@ generates from the kubebuilder markers. Do not edit.
 - apiGroups:
   - apiextensions.k8s.io
   resourceNames:
+  - analysistemplates.nvidia.com
+  - clusteranalysistemplates.nvidia.com
   - dynamographdeployments.nvidia.com
   resources:
   - customresourcedefinitions
   verbs:
   - get
   - patch
-  - update
 - apiGroups:
   - apiextensions.k8s.io
   resourceNames:
   - dynamographdeployments.nvidia.com
   resources:
+  - customresourcedefinitions
   - customresourcedefinitions/status
   verbs:
   - get
   - update
+- apiGroups:
+  - nvidia.com
+  resources:
+  - clusteranalysistemplates
+  verbs:
+  - get
+  - list
+  - watch
 {{- end }}
 {{- define "dgd-rollout.rules.namespaced" }}
 - apiGroups:
@@ -155,6 +165,14 @@ generates from the kubebuilder markers. Do not edit.
   - list
   - patch
   - update
+  - watch
+- apiGroups:
+  - nvidia.com
+  resources:
+  - analysistemplates
+  verbs:
+  - get
+  - list
   - watch
 - apiGroups:
   - nvidia.com

@@ -63,6 +63,51 @@ func (c *cli) completeSetImage(cmd *cobra.Command, args []string, toComplete str
 // withDGDs lists the DGDs of the namespace and passes them to f; on any error it does
 // not call f.
 func (c *cli) withDGDs(cmd *cobra.Command, f func([]v1alpha1.DynamoGraphDeployment)) {
+	c.withSession(cmd, func(ctx context.Context, s *session) {
+		var list v1alpha1.DynamoGraphDeploymentList
+		if s.client.List(ctx, &list, client.InNamespace(s.namespace)) == nil {
+			f(list.Items)
+		}
+	})
+}
+
+// completeTemplate completes the template name of "analysis run": the AnalysisTemplates
+// of the namespace, or with --cluster-scope (given before it) the
+// ClusterAnalysisTemplates.
+func (c *cli) completeTemplate(cmd *cobra.Command, args []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	if len(args) > 0 {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	cluster, _ := cmd.Flags().GetBool("cluster-scope")
+	var names []cobra.Completion
+	add := func(name string) {
+		if strings.HasPrefix(name, toComplete) {
+			names = append(names, name)
+		}
+	}
+	c.withSession(cmd, func(ctx context.Context, s *session) {
+		if cluster {
+			var list v1alpha1.ClusterAnalysisTemplateList
+			if s.client.List(ctx, &list) == nil {
+				for _, t := range list.Items {
+					add(t.Name)
+				}
+			}
+			return
+		}
+		var list v1alpha1.AnalysisTemplateList
+		if s.client.List(ctx, &list, client.InNamespace(s.namespace)) == nil {
+			for _, t := range list.Items {
+				add(t.Name)
+			}
+		}
+	})
+	return names, cobra.ShellCompDirectiveNoFileComp
+}
+
+// withSession connects and passes the session to f with a context bounded by
+// completionTimeout; when the cluster cannot be reached it does not call f.
+func (c *cli) withSession(cmd *cobra.Command, f func(context.Context, *session)) {
 	s, err := c.connect()
 	if err != nil {
 		return
@@ -73,8 +118,5 @@ func (c *cli) withDGDs(cmd *cobra.Command, f func([]v1alpha1.DynamoGraphDeployme
 	}
 	ctx, cancel := context.WithTimeout(ctx, completionTimeout)
 	defer cancel()
-	var list v1alpha1.DynamoGraphDeploymentList
-	if s.client.List(ctx, &list, client.InNamespace(s.namespace)) == nil {
-		f(list.Items)
-	}
+	f(ctx, s)
 }

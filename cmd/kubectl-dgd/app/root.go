@@ -11,13 +11,14 @@
 //	kubectl dgd set image NAME SERVICE=IMAGE... [--change-cause=TEXT]
 //	kubectl dgd restart NAME [--id=ID]
 //	kubectl dgd list [-A]
+//	kubectl dgd analysis run TEMPLATE [--cluster-scope] --canary-namespace=NS [--stable-namespace=NS] [--arg NAME=VALUE]...
 //	kubectl dgd completion bash|zsh|fish|powershell
 //
 // Connection flags (--kubeconfig, --context, -n/--namespace, --server...) are kubectl's,
 // from k8s.io/cli-runtime's ConfigFlags. Commands are built by NewRootCommand from
 // injectable IOStreams and ConfigFlags, so tests run them in-process against a real API
 // server and compare their output with golden files. Every command that takes a DGD name
-// completes it from the cluster (cobra's ValidArgsFunction; see complete.go).
+// (or a template name) completes it from the cluster (cobra's ValidArgsFunction; see complete.go).
 package app
 
 import (
@@ -59,7 +60,7 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 		Long: "kubectl dgd manages the rollouts of DynamoGraphDeployments (DGDs): history, status,\n" +
 			"undo, pause, resume, partition (canary), promote, abort and retry, like kubectl rollout does for\n" +
 			"Deployments and StatefulSets; get (a live tree of revisions, workloads and pods), set\n" +
-			"image, restart and list.",
+			"image, restart and list; analysis run measures an analysis template once.",
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl dgd"},
 		SilenceErrors: true,
 		SilenceUsage:  true,
@@ -69,7 +70,7 @@ func NewRootCommand(streams genericiooptions.IOStreams, flags *genericclioptions
 	root.SetErr(streams.ErrOut)
 	flags.AddFlags(root.PersistentFlags())
 	c := &cli{streams: streams, flags: flags}
-	root.AddCommand(newGetCommand(c), newRolloutCommand(c), newSetCommand(c), newRestartCommand(c), newListCommand(c))
+	root.AddCommand(newGetCommand(c), newRolloutCommand(c), newSetCommand(c), newRestartCommand(c), newListCommand(c), newAnalysisCommand(c))
 	return root
 }
 

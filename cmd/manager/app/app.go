@@ -238,7 +238,7 @@ type Options struct {
 	// every query errs and an analysis is inconclusive (the rollout holds for a person).
 	PrometheusURL string
 	// Prometheus is how PrometheusURL is reached (TLS, bearer token).
-	Prometheus PrometheusClient
+	Prometheus analysis.PrometheusClient
 	// Querier, when set, answers the analysis queries instead (tests).
 	Querier analysis.Querier
 	// WatchNamespaces, when set, restricts the operator to these namespaces: its cache

@@ -20,7 +20,9 @@ import (
 	"github.com/dgd-rollout/operator/config/crd"
 )
 
-// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=dynamographdeployments.nvidia.com,verbs=patch
+// The rule below names every CRD this binary embeds (the DGD's and the analysis
+// templates'): ApplyCRDs patches each, and gets it until it is Established.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,resourceNames=dynamographdeployments.nvidia.com;analysistemplates.nvidia.com;clusteranalysistemplates.nvidia.com,verbs=get;patch
 
 // CRDFieldManager is the field manager of `manager apply-crds`: the fields of the CRDs it
 // applies are its own, apart from the conversion webhook's caBundle, which it never sets
@@ -115,7 +117,7 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 		}
 		want.Spec.Conversion = ConversionConfig(o.Webhook, nil)
 	}
-	if o.InjectCAFrom != "" {
+	if o.InjectCAFrom != "" && want.Spec.Conversion != nil && want.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter {
 		if want.Annotations == nil {
 			want.Annotations = map[string]string{}
 		}

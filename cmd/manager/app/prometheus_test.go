@@ -46,7 +46,7 @@ func TestPrometheusClient(t *testing.T) {
 	write(caFile, string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})))
 	write(tokenFile, "first\n")
 
-	query := func(p PrometheusClient) analysis.Result {
+	query := func(p analysis.PrometheusClient) analysis.Result {
 		t.Helper()
 		rt, err := p.Transport()
 		if err != nil {
@@ -60,7 +60,7 @@ func TestPrometheusClient(t *testing.T) {
 	}
 
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
-	var p PrometheusClient
+	var p analysis.PrometheusClient
 	PrometheusClientFlags(fs, &p)
 	if err := fs.Parse([]string{"--prometheus-ca-file=" + caFile, "--prometheus-bearer-token-file=" + tokenFile}); err != nil {
 		t.Fatal(err)
@@ -78,19 +78,19 @@ func TestPrometheusClient(t *testing.T) {
 	}
 	mu.Unlock()
 
-	if r := query(PrometheusClient{BearerTokenFile: tokenFile}); r.Err == nil || !strings.Contains(r.Err.Error(), "certificate") {
+	if r := query(analysis.PrometheusClient{BearerTokenFile: tokenFile}); r.Err == nil || !strings.Contains(r.Err.Error(), "certificate") {
 		t.Errorf("without the CA file: %+v, want a certificate error", r)
 	}
-	if r := query(PrometheusClient{BearerTokenFile: tokenFile, InsecureSkipVerify: true}); r.Err != nil {
+	if r := query(analysis.PrometheusClient{BearerTokenFile: tokenFile, InsecureSkipVerify: true}); r.Err != nil {
 		t.Errorf("insecure-skip-verify: %+v", r)
 	}
-	if r := query(PrometheusClient{CAFile: caFile}); r.Err == nil {
+	if r := query(analysis.PrometheusClient{CAFile: caFile}); r.Err == nil {
 		t.Errorf("without a token the server answers 401: %+v", r)
 	}
 
 	write(filepath.Join(dir, "empty"), "\n")
 	write(filepath.Join(dir, "garbage"), "not a certificate")
-	for name, bad := range map[string]PrometheusClient{
+	for name, bad := range map[string]analysis.PrometheusClient{
 		"missing token file":  {BearerTokenFile: filepath.Join(dir, "nope")},
 		"empty token file":    {BearerTokenFile: filepath.Join(dir, "empty")},
 		"missing CA file":     {CAFile: filepath.Join(dir, "nope")},
@@ -100,7 +100,7 @@ func TestPrometheusClient(t *testing.T) {
 			t.Errorf("%s: no error at start", name)
 		}
 	}
-	if rt, err := (PrometheusClient{}).Transport(); rt != nil || err != nil {
+	if rt, err := (analysis.PrometheusClient{}).Transport(); rt != nil || err != nil {
 		t.Errorf("zero value: %v, %v; want Go's default transport", rt, err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
-	"github.com/dgd-rollout/operator/controllers/analysis"
+	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -100,12 +100,20 @@ var _ = Describe("valid input", func() {
 		}
 	})
 
-	It("accepts the canary-analysis sample patch over the disagg sample, with conditions and query templates the operator takes", func() {
+	It("accepts the canary-analysis sample patch over the disagg sample and its AnalysisTemplate, with conditions and query templates the operator takes", func() {
+		ns := newNamespace()
 		raw, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", "disagg.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		u := parse(raw)
-		u.SetNamespace(newNamespace())
+		u.SetNamespace(ns)
 		Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		raw, err = os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", "analysis", "error-rate.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		tu := parse(raw)
+		tu.SetNamespace(ns)
+		Expect(env.Client.Create(ctx, tu, client.FieldValidation("Strict"))).To(Succeed())
+		var tmpl v1alpha1.AnalysisTemplate
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(tu), &tmpl)).To(Succeed())
 		patch, err := os.ReadFile(filepath.Join(harness.RepoRoot(), "config", "samples", "canary-analysis.yaml"))
 		Expect(err).NotTo(HaveOccurred())
 		patchJSON, err := yaml.YAMLToJSON(patch)
@@ -114,14 +122,15 @@ var _ = Describe("valid input", func() {
 		var d v1alpha1.DynamoGraphDeployment
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(u), &d)).To(Succeed())
 		Expect(d.Spec.Rollout.Steps).To(HaveLen(4))
-		for _, step := range d.Spec.Rollout.Steps {
+		templates := decide.Templates{{TemplateName: tmpl.Name}: &tmpl.Spec}
+		for i, step := range d.Spec.Rollout.Steps {
 			if step.Analysis == nil {
 				continue
 			}
-			for _, m := range step.Analysis.Metrics {
-				Expect(analysis.CheckCondition(m.SuccessCondition)).To(Succeed(), m.Name)
-				Expect(analysis.CheckQuery(m.Query, d.WorkerServiceNames())).To(Succeed(), m.Name)
-			}
+			Expect(step.Analysis.Templates).To(ConsistOf(v1alpha1.AnalysisTemplateRef{TemplateName: "error-rate"}))
+			metrics, err := decide.AnalysisMetrics(i, step.Analysis, ns, templates, d.WorkerServiceNames())
+			Expect(err).NotTo(HaveOccurred(), "step %d", i)
+			Expect(metrics).NotTo(BeEmpty())
 		}
 	})
 
