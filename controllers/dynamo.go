@@ -19,9 +19,11 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 )
 
@@ -39,9 +41,9 @@ import (
 // the order tried (a cluster serves one or both).
 var dcdVersions = []string{"v1beta1", "v1alpha1"}
 
-// observeDynamo reads what Dynamo's operator left of dgd: its worker Deployments as
-// workloads of decide.DynamoBackend, keyed by component and Dynamo's worker hash, their
-// pods counted by counts; the rest in a decide.Dynamo. nil and no workloads when the DGD
+// observeDynamo reads what Dynamo's operator left of dgd: its worker Deployments and
+// LeaderWorkerSets as workloads of decide.DynamoBackend, keyed by component and Dynamo's
+// worker hash, their pods counted by counts; the rest in a decide.Dynamo. nil and no workloads when the DGD
 // shows no sign of Dynamo's operator.
 func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata,
 	counts map[backends.Key]int32) (*decide.Dynamo, []decide.Workload, error) {
@@ -73,28 +75,27 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	return dy, ws, nil
 }
 
-// dynamoObjects reads Dynamo's Deployments and Services of dgd past the cache: its worker
-// Deployments as workloads, its stable ones and Services into dy; byDCD says whether any
-// of them is controlled (by a DCD).
+// dynamoObjects reads Dynamo's workloads and Services of dgd past the cache: its worker
+// workloads (Deployments, LeaderWorkerSets) as workloads, its stable ones and its
+// Services into dy; byDCD says whether any of them is controlled (by a DCD).
 func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
 	counts map[backends.Key]int32) (ws []decide.Workload, byDCD bool, err error) {
 	in := []client.ListOption{client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}}
-	var deps appsv1.DeploymentList
-	if err := r.APIReader.List(ctx, &deps, in...); err != nil {
-		return nil, false, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	objs, err := r.dynamoWorkloadObjects(ctx, dgd, in)
+	if err != nil {
+		return nil, false, err
 	}
-	for i := range deps.Items {
-		dep := &deps.Items[i]
-		if !dynamos(dep) {
+	for _, o := range objs {
+		if !dynamos(o) {
 			continue
 		}
-		byDCD = byDCD || metav1.GetControllerOf(dep) != nil
-		service := dep.Labels[v1alpha1.LabelService]
-		if svc := dgd.Spec.Services[service]; svc != nil && !svc.IsWorker() {
-			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: service, ObjectRef: backends.ObjectRef{Kind: "Deployment", Name: dep.Name, UID: dep.UID}})
+		byDCD = byDCD || metav1.GetControllerOf(o) != nil
+		w := dynamoWorkload(o, counts)
+		if svc := dgd.Spec.Services[w.Service]; svc != nil && !svc.IsWorker() {
+			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: w.Service, ObjectRef: backends.ObjectRef{Kind: w.Kind, Name: w.Name, UID: w.UID}})
 			continue
 		}
-		ws = append(ws, dynamoWorkload(dep, counts))
+		ws = append(ws, w)
 	}
 	var svcs corev1.ServiceList
 	if err := r.APIReader.List(ctx, &svcs, in...); err != nil {
@@ -107,6 +108,39 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		}
 	}
 	return ws, byDCD, nil
+}
+
+// dynamoWorkloadObjects lists the objects carrying dgd's graph label (in) of the kinds
+// Dynamo's component pathway runs a component's pods in: Deployments (single-node), and
+// LeaderWorkerSets (multinode, when this operator runs the LeaderWorkerSet backend:
+// the LWS CRD is installed). Dynamo's DCD controller renders a multinode component as
+// one LeaderWorkerSet `<dcd>-0` whose replicas are the component's (each a gang of
+// nodeCount pods: a leader and its workers), labelled with the DCD's labels (graph,
+// component, worker hash) and controlled by the DCD (ai-dynamo/dynamo
+// deploy/operator/internal/controller/dynamocomponentdeployment_controller.go,
+// reconcileLeaderWorkerSetResources, generateLeaderWorkerSet, leaderWorkerSetName).
+// Without the backend no LeaderWorkerSet is read: none of Dynamo's gangs would count
+// as routable (runsPods), and the planner would drain them at once.
+func (r *Reconciler) dynamoWorkloadObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, in []client.ListOption) ([]client.Object, error) {
+	var out []client.Object
+	var deps appsv1.DeploymentList
+	if err := r.APIReader.List(ctx, &deps, in...); err != nil {
+		return nil, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	for i := range deps.Items {
+		out = append(out, &deps.Items[i])
+	}
+	if r.Backends.ByKind(lws.Kind) == nil {
+		return out, nil
+	}
+	var sets lwsv1.LeaderWorkerSetList
+	if err := r.APIReader.List(ctx, &sets, in...); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing Dynamo's LeaderWorkerSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	for i := range sets.Items {
+		out = append(out, &sets.Items[i])
+	}
+	return out, nil
 }
 
 // dynamoPod reports whether a pod of the DGD (its labels) was made by Dynamo's operator
@@ -130,27 +164,37 @@ func dynamos(o metav1.Object) bool {
 	return ref == nil || ref.Kind == decide.DCDKind
 }
 
-// dynamoWorkload is one of Dynamo's worker Deployments as a workload of the old revision
-// Dynamo's worker hash names ("legacy" for a Deployment of before Dynamo's rolling
-// updates, which has none).
-func dynamoWorkload(dep *appsv1.Deployment, counts map[backends.Key]int32) decide.Workload {
-	key := backends.Key{Service: dep.Labels[v1alpha1.LabelService], Hash: dep.Labels[v1alpha1.LabelWorkerHash]}
+// dynamoWorkload is one of Dynamo's workload objects (a Deployment or a
+// LeaderWorkerSet, dynamoWorkloadObjects) as a workload of the old revision Dynamo's
+// worker hash names ("legacy" for a workload of before Dynamo's rolling updates, which
+// has none). A LeaderWorkerSet's replicas and ready counts are gangs, as our
+// LeaderWorkerSet backend reports them (LWS readyReplicas: groups whose every pod is
+// ready).
+func dynamoWorkload(o client.Object, counts map[backends.Key]int32) decide.Workload {
+	key := backends.Key{Service: o.GetLabels()[v1alpha1.LabelService], Hash: o.GetLabels()[v1alpha1.LabelWorkerHash]}
 	if key.Hash == "" {
 		key.Hash = "legacy"
 	}
-	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: backends.Workload{
-		Key: key, Kind: "Deployment", Name: dep.Name, UID: dep.UID,
-		Replicas: ptr.Deref(dep.Spec.Replicas, 1), Ready: dep.Status.AvailableReplicas,
-		Updated: dep.Status.UpdatedReplicas, Current: dep.Status.Replicas,
-		Synced: dep.Status.ObservedGeneration >= dep.Generation, Generation: dep.Generation,
-		Terminating: dep.DeletionTimestamp != nil,
-	}}
+	w := backends.Workload{Key: key, Name: o.GetName(), UID: o.GetUID(), Generation: o.GetGeneration(),
+		Terminating: o.GetDeletionTimestamp() != nil}
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		w.Kind, w.Replicas, w.Ready = "Deployment", ptr.Deref(o.Spec.Replicas, 1), o.Status.AvailableReplicas
+		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
+	case *lwsv1.LeaderWorkerSet:
+		w.Kind, w.Replicas, w.Ready = lws.Kind, ptr.Deref(o.Spec.Replicas, 1), o.Status.ReadyReplicas
+		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
+	}
+	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: w}
 }
 
 // runsPods is the backend whose pods w's are like: its own, or for one of Dynamo's
 // workloads (backend decide.DynamoBackend, which no backend manages) the backend of its
-// kind, since Dynamo's worker Deployments run their runtime in every pod as ours do. nil
-// when no backend runs that kind. Without it, discovery (routable) would find none of
+// kind, since Dynamo's worker Deployments run their runtime in every pod as ours do, and
+// Dynamo's LeaderWorkerSets only in each gang's leader, as ours do: the pod LWS labels
+// worker-index 0, which Dynamo's Service selects alone (selector role=leader for a
+// multinode DCD: dcdWorkloadRenderer.generateService in ai-dynamo/dynamo
+// deploy/operator/internal/controller). nil when no backend runs that kind. Without it, discovery (routable) would find none of
 // Dynamo's pods routable and lower its workloads' ready counts to zero: the planner
 // would then see an old revision with nothing ready and drain it at once, before ours
 // is ready (the e2e "Moving over" caught that: Dynamo's workers deleted in the first
@@ -210,17 +254,25 @@ func (r *Reconciler) dynamoStopped(ctx context.Context, dgd *v1alpha1.DynamoGrap
 
 // writeDynamo scales or deletes one of Dynamo's workloads by its name (no backend
 // manages it), through the scale subresource as a backend does, or by a delete whose
-// precondition is the UID observed.
+// precondition is the UID observed. The object is of the type the backend of its kind
+// manages (a Deployment, a LeaderWorkerSet).
 func (r *Reconciler) writeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w decide.Write) error {
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: w.Workload.Name, UID: w.Workload.UID}}
+	b := r.Backends.ByKind(w.Workload.Kind)
+	if b == nil {
+		return fmt.Errorf("no backend runs %s, the kind of Dynamo's workload %s/%s", w.Workload.Kind, dgd.Namespace, w.Workload.Name)
+	}
+	obj := b.Objects()[0].DeepCopyObject().(client.Object)
+	obj.SetNamespace(dgd.Namespace)
+	obj.SetName(w.Workload.Name)
+	obj.SetUID(w.Workload.UID)
 	switch w.Op {
 	case decide.Scale:
 		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: w.Replicas}}
-		if err := r.Client.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(scale)); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("scaling Dynamo's Deployment %s/%s to %d: %w", dep.Namespace, dep.Name, w.Replicas, err)
+		if err := r.Client.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(scale)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("scaling Dynamo's %s %s/%s to %d: %w", w.Workload.Kind, dgd.Namespace, w.Workload.Name, w.Replicas, err)
 		}
 	case decide.DeleteWorkload:
-		return backends.DeleteObject(ctx, r.Client, dep, "Deployment")
+		return backends.DeleteObject(ctx, r.Client, obj, w.Workload.Kind)
 	}
 	return nil
 }

@@ -15,12 +15,14 @@ import (
 
 // Taking over a DGD that Dynamo's own operator ran (issue 25 item 4; README "Moving
 // over from Dynamo's operator"). Dynamo's operator renders a DGD as one
-// DynamoComponentDeployment (DCD) per component, each controlling a Deployment and
-// Services (ai-dynamo/dynamo deploy/operator/internal/controller/
-// dynamocomponentdeployment_controller.go, generateDeployment, createOrUpdateOrDeleteServices;
-// names and labels in /work/notes/i25-handover-facts.md §1). Its pods carry the labels ours
-// select by (api/v1alpha1 LabelGraph, LabelService, LabelWorkerHash are Dynamo's own), so
-// observe reports Dynamo's worker Deployments as workloads of backend DynamoBackend, keyed
+// DynamoComponentDeployment (DCD) per component, each controlling a Deployment (a
+// multinode component: a LeaderWorkerSet `<dcd>-0` of gangs) and Services (ai-dynamo/dynamo
+// deploy/operator/internal/controller/dynamocomponentdeployment_controller.go,
+// generateDeployment, generateLeaderWorkerSet, createOrUpdateOrDeleteServices; names and
+// labels in /work/notes/i25-handover-facts.md §1). Its pods carry the labels ours select
+// by (api/v1alpha1 LabelGraph, LabelService, LabelWorkerHash are Dynamo's own), so observe
+// reports Dynamo's worker Deployments and LeaderWorkerSets as workloads of backend
+// DynamoBackend, keyed
 // by their component and Dynamo's worker hash: a revision the history does not know, which
 // therefore counts as the oldest (history.number: 0). The planner drains it like any old
 // revision as the spec's revision becomes ready (same surge, availability and

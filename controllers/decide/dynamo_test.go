@@ -11,6 +11,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/test/harness"
 )
@@ -33,6 +34,14 @@ type handover struct {
 }
 
 func newHandover(dgd *v1alpha1.DynamoGraphDeployment, stopped string) *handover {
+	return newHandoverOn(dgd, stopped, "Deployment")
+}
+
+// newHandoverOn is newHandover with Dynamo's worker workloads of that kind: Deployments
+// `<dcd>` (single-node components), or LeaderWorkerSets `<dcd>-0` whose replicas are
+// gangs (multinode components: dynamocomponentdeployment_controller.go
+// leaderWorkerSetName in ai-dynamo/dynamo deploy/operator/internal/controller).
+func newHandoverOn(dgd *v1alpha1.DynamoGraphDeployment, stopped, kind string) *handover {
 	h := &handover{world: newWorld(dgd)}
 	dgd.Finalizers = []string{decide.DynamoFinalizer}
 	svc := func(name string) corev1.Service {
@@ -46,8 +55,11 @@ func newHandover(dgd *v1alpha1.DynamoGraphDeployment, stopped string) *handover 
 	}
 	for _, s := range []string{"decode", "prefill"} {
 		name := "g-" + s + "-" + dynamoHash
+		if kind == lws.Kind {
+			name += "-0"
+		}
 		h.workloads[name] = &decide.Workload{Backend: decide.DynamoBackend, Pods: 2, Workload: backends.Workload{
-			Key: backends.Key{Service: s, Hash: dynamoHash}, Kind: "Deployment", Name: name, UID: types.UID("uid-" + name),
+			Key: backends.Key{Service: s, Hash: dynamoHash}, Kind: kind, Name: name, UID: types.UID("uid-" + name),
 			Replicas: 2, Ready: 2, Updated: 2, Current: 2, Synced: true}}
 	}
 	return h
@@ -152,12 +164,49 @@ func (h *handover) serving(t *testing.T, floor int32) {
 // testdata/dynamo-handover.golden (go test -run TestDecideDynamoHandover -update).
 func TestDecideDynamoHandover(t *testing.T) {
 	h := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held")
+	golden(t, "dynamo-handover", h.takeOver(t))
+}
+
+// TestDecideDynamoHandoverGangs is TestDecideDynamoHandover for a graph whose prefill
+// and decode are multinode (2 nodes a gang): Dynamo's operator ran them as
+// LeaderWorkerSets `<dcd>-0` of 2 gangs each, ours run as our LeaderWorkerSets
+// (backend Auto). The planner drains Dynamo's gangs as the old revision, whole gangs at
+// a time, decode grown before prefill and prefill shrunk before decode, under the same
+// surge and availability (every worker service keeps 2 ready gangs at every state), and
+// deletes them once drained. The transcript is testdata/dynamo-handover-gangs.golden.
+func TestDecideDynamoHandoverGangs(t *testing.T) {
+	dgd := harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Multinode("prefill", 2).Multinode("decode", 2).Rollout("1", "0").Obj()
+	h := newHandoverOn(dgd, "Lease dynamo-operator-namespace-scope held", lws.Kind)
+	h.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment, v1alpha1.BackendLeaderWorkerSet: lwsBackend}
+	got := h.takeOver(t)
+	var scaled []string
+	for _, l := range got {
+		if strings.HasPrefix(l, "Scale ") || strings.HasPrefix(l, "DeleteWorkload ") {
+			scaled = append(scaled, l)
+		}
+	}
+	for _, want := range []string{"Scale Dynamo g-prefill-" + dynamoHash + "-0 2->1", "DeleteWorkload Dynamo g-decode-" + dynamoHash + "-0",
+		"Scale LeaderWorkerSet g-decode-"} {
+		if !slices.ContainsFunc(scaled, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no %q among the scales and deletions: %v", want, scaled)
+		}
+	}
+	golden(t, "dynamo-handover-gangs", got)
+}
+
+// takeOver plays passes until the take-over has ended and a pass writes nothing but
+// the stable services' Ensure, checking at every state that the graph serves (a ready
+// frontend, 2 ready replicas per worker service), then that nothing of Dynamo's is left
+// and its frontend Service was adopted. It returns the transcript, passes separated by
+// "--", and the final status.
+func (h *handover) takeOver(t *testing.T) []string {
+	t.Helper()
 	var got []string
 	for range 30 {
 		said := h.pass(t)
 		h.serving(t, 2)
 		got = append(append(got, said...), "--")
-		if h.dy == nil && len(said) == 1 && strings.HasPrefix(said[0], "Ensure Deployment stable[") {
+		if h.dy == nil && len(said) == 1 && isStableEnsure(said[0]) {
 			break
 		}
 	}
@@ -174,8 +223,7 @@ func TestDecideDynamoHandover(t *testing.T) {
 	}) {
 		t.Errorf("Dynamo's frontend Service was not adopted: %v", h.objects.Services)
 	}
-	got = append(got, summary(h.dgd.Status))
-	golden(t, "dynamo-handover", got)
+	return append(got, summary(h.dgd.Status))
 }
 
 // TestDecideDynamoActive: while Dynamo's operator may still act on the graph (no Lease,

@@ -834,5 +834,16 @@ func dynamoCases(t *testing.T) []tcase {
 		}
 		h.pass(t)
 	}
+	// Multinode workers Dynamo's operator ran as LeaderWorkerSets (`<dcd>-0`, gangs of 2).
+	g := newHandoverOn(disagg(2, 2).Multinode("prefill", 2).Multinode("decode", 2).Rollout("1", "0").Obj(),
+		"Lease dynamo-operator-namespace-scope held", lws.Kind)
+	g.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment, v1alpha1.BackendLeaderWorkerSet: lwsBackend}
+	for i := range 8 {
+		out = append(out, tcase{name: fmt.Sprintf("take-over-gangs/pass-%d", i), snap: g.snapshot()})
+		if g.dy == nil {
+			break
+		}
+		g.pass(t)
+	}
 	return out
 }
