@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -97,6 +98,7 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		}
 		ws = append(ws, w)
 	}
+	sharePods(ws)
 	var svcs corev1.ServiceList
 	if err := r.APIReader.List(ctx, &svcs, in...); err != nil {
 		return nil, false, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
@@ -186,6 +188,31 @@ func dynamoWorkload(o client.Object, counts map[backends.Key]int32) decide.Workl
 		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
 	}
 	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: w}
+}
+
+// sharePods counts the pods of workloads of one key once: counts are per (component,
+// worker hash), and an older Dynamo ran one LeaderWorkerSet per replica of a component
+// (`<dcd>-0`, `<dcd>-1`...: dynamocomponentdeployment_controller.go, legacyLWSInstanceIDLabel),
+// all of one key. Each but the first (by name) has the replicas its status reports as
+// its pods; the first the rest of the key's (terminating ones among them), so that the
+// planner, which sums a revision's workloads, counts each pod once.
+func sharePods(ws []decide.Workload) {
+	byKey := map[backends.Key][]int{}
+	for i := range ws {
+		byKey[ws[i].Key] = append(byKey[ws[i].Key], i)
+	}
+	for _, is := range byKey {
+		if len(is) < 2 {
+			continue
+		}
+		slices.SortFunc(is, func(a, b int) int { return strings.Compare(ws[a].Name, ws[b].Name) })
+		rest := ws[is[0]].Pods
+		for _, i := range is[1:] {
+			ws[i].Pods = ws[i].Current
+			rest -= ws[i].Current
+		}
+		ws[is[0]].Pods = max(rest, 0)
+	}
 }
 
 // runsPods is the backend whose pods w's are like: its own, or for one of Dynamo's

@@ -194,6 +194,68 @@ func TestDecideDynamoHandoverGangs(t *testing.T) {
 	golden(t, "dynamo-handover-gangs", got)
 }
 
+// TestDecideDynamoHandoverShared: several live workloads of Dynamo's share one
+// (service, revision 0), which the plan counts as one: Dynamo's operator stopped midway
+// through its own rolling update (two worker hashes, 1 replica each), or an older Dynamo
+// that ran one LeaderWorkerSet per replica (`<dcd>-0`, `<dcd>-1`, one key). Each is given
+// its share of the revision's target, never the whole: at no state do a worker service's
+// workloads hold more than R + maxSurge replicas (before, every one of Dynamo's was
+// scaled to the revision's 2 in the first pass: 5 replicas of a service), and every
+// state serves.
+func TestDecideDynamoHandoverShared(t *testing.T) {
+	for _, c := range []struct {
+		name, kind string
+		second     func(s string) (name, hash string)
+	}{
+		{"two Dynamo worker hashes", "Deployment", func(s string) (string, string) { return "g-" + s + "-ffff0000", "ffff0000" }},
+		{"a LeaderWorkerSet per replica", lws.Kind, func(s string) (string, string) { return "g-" + s + "-" + dynamoHash + "-1", dynamoHash }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := harness.NewDGD("ns", "g").Disagg(2, 2, "img:1")
+			if c.kind == lws.Kind {
+				d = d.Multinode("prefill", 2).Multinode("decode", 2)
+			}
+			h := newHandoverOn(d.Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held", c.kind)
+			h.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment, v1alpha1.BackendLeaderWorkerSet: lwsBackend}
+			for _, s := range []string{"decode", "prefill"} {
+				name := "g-" + s + "-" + dynamoHash
+				if c.kind == lws.Kind {
+					name += "-0"
+				}
+				w := h.workloads[name]
+				w.Replicas, w.Ready, w.Updated, w.Current, w.Pods = 1, 1, 1, 1, 1
+				second := *w
+				second.Name, second.Hash = c.second(s)
+				second.UID = types.UID("uid-" + second.Name)
+				h.workloads[second.Name] = &second
+			}
+			var got []string
+			for range 30 {
+				said := h.pass(t)
+				got = append(got, said...)
+				h.serving(t, 2)
+				for _, s := range []string{"decode", "prefill"} {
+					n := int32(0)
+					for _, w := range h.workloads {
+						if w.Service == s && w.Hash != "" {
+							n += max(w.Replicas, w.Pods)
+						}
+					}
+					if n > 3 {
+						t.Fatalf("%s: %d replicas, more than 2 + maxSurge 1, after %v", s, n, said)
+					}
+				}
+				if h.dy == nil && len(said) == 1 && isStableEnsure(said[0]) {
+					break
+				}
+			}
+			if h.dy != nil {
+				t.Fatalf("the take-over did not end:\n%s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
 // takeOver plays passes until the take-over has ended and a pass writes nothing but
 // the stable services' Ensure, checking at every state that the graph serves (a ready
 // frontend, 2 ready replicas per worker service), then that nothing of Dynamo's is left
