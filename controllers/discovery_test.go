@@ -3,6 +3,8 @@ package controllers
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
@@ -40,6 +42,36 @@ func TestRoutableCountsDynamoWorkloads(t *testing.T) {
 	got := r.routable(dgd, pods, workloads, ready)
 	if got[workloads[0].Key] != 1 || got[workloads[1].Key] != 1 {
 		t.Fatalf("routable %v: want 1 of Dynamo's (its endpoint ready) and 1 of ours", got)
+	}
+}
+
+// A worker Deployment of a Dynamo of before its rolling updates carries no worker hash,
+// nor do its pods: its workload is keyed "legacy" (dynamoWorkload), and so are they
+// (podKey), so a ready endpoint of theirs counts. Before, none did (their key had no
+// hash), and the planner would have drained them at once. A hashless pod of ours (a
+// stable service's) keeps its key.
+func TestRoutableCountsDynamoLegacyWorkers(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(nil, nil, nil, render.Config{}))}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+			"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend}, "decode": {ComponentType: v1alpha1.ComponentTypeDecode}}}}
+	pod := func(name string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"),
+			Labels: map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode"}}}
+	}
+	pods := []metav1.PartialObjectMetadata{pod("g-decode-abc-0"), pod("g-decode-abc-1")}
+	w := dynamoWorkload(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "g-decode",
+		Labels: map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode"}}}, podCounts(dgd, pods))
+	if w.Hash != legacyHash || w.Pods != 2 {
+		t.Fatalf("workload %+v: want key hash %q and 2 pods", w.Workload, legacyHash)
+	}
+	ready := map[string]map[types.UID]bool{"g-decode-abc-0": {"g-decode-abc-0-uid": true}}
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 1 {
+		t.Errorf("routable %v: want 1 (its ready endpoint)", got)
+	}
+	ours := map[string]string{v1alpha1.LabelService: "Frontend", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
+	if k := podKey(dgd, ours); k.Hash != "" {
+		t.Errorf("our frontend pod keyed %+v", k)
 	}
 }
 

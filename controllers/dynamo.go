@@ -175,7 +175,7 @@ func dynamos(o metav1.Object) bool {
 func dynamoWorkload(o client.Object, counts map[backends.Key]int32) decide.Workload {
 	key := backends.Key{Service: o.GetLabels()[v1alpha1.LabelService], Hash: o.GetLabels()[v1alpha1.LabelWorkerHash]}
 	if key.Hash == "" {
-		key.Hash = "legacy"
+		key.Hash = legacyHash
 	}
 	w := backends.Workload{Key: key, Name: o.GetName(), UID: o.GetUID(), Generation: o.GetGeneration(),
 		Terminating: o.GetDeletionTimestamp() != nil}
@@ -188,6 +188,23 @@ func dynamoWorkload(o client.Object, counts map[backends.Key]int32) decide.Workl
 		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
 	}
 	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: w}
+}
+
+// legacyHash keys Dynamo's worker workloads and pods of before its rolling updates,
+// which carry no worker hash (Dynamo's own sentinel for them: DYNAMO-V1BETA1.md §3).
+const legacyHash = "legacy"
+
+// podKey is the workload key of a pod of dgd (its labels): its component and worker
+// hash, the hash legacyHash for a hashless pod of Dynamo's (dynamoPod) of a worker
+// component, as dynamoWorkload keys its workload. Without it such pods would count for
+// no workload and none would be routable: the planner would take Dynamo's legacy
+// workers for an old revision with nothing ready and drain them at once.
+func podKey(dgd *v1alpha1.DynamoGraphDeployment, labels map[string]string) backends.Key {
+	key := backends.Key{Service: labels[v1alpha1.LabelService], Hash: labels[v1alpha1.LabelWorkerHash]}
+	if svc := dgd.Spec.Services[key.Service]; key.Hash == "" && svc != nil && svc.IsWorker() && dynamoPod(labels) {
+		key.Hash = legacyHash
+	}
+	return key
 }
 
 // sharePods counts the pods of workloads of one key once: counts are per (component,
