@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -24,6 +25,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 )
@@ -61,6 +63,9 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	dy := &decide.Dynamo{Pods: theirs, Finalizer: fin}
 	ws, byDCD, err := r.dynamoObjects(ctx, dgd, dy, counts)
 	if err != nil {
+		return nil, nil, err
+	}
+	if dy.Unsupported, err = r.dynamoPodCliqueSets(ctx, dgd); err != nil {
 		return nil, nil, err
 	}
 	dcds, _, err := r.listDCDs(ctx, dgd)
@@ -141,6 +146,31 @@ func (r *Reconciler) dynamoWorkloadObjects(ctx context.Context, dgd *v1alpha1.Dy
 	}
 	for i := range sets.Items {
 		out = append(out, &sets.Items[i])
+	}
+	return out, nil
+}
+
+// dynamoPodCliqueSets lists, past the cache (metadata only), the PodCliqueSets of dgd's
+// namespace that dgd controls and this operator did not make (grove.NotOurs): the one
+// Dynamo's operator runs the whole graph in on its Grove pathway, named after the DGD
+// (ai-dynamo/dynamo internal/dynamo/graph.go GenerateGrovePodCliqueSet). It carries no
+// label of the graph's, hence the namespace's list. None when Grove's CRD is not
+// served. The take-over does not handle them yet (decide: ReasonDynamoTakeOverUnsupported).
+func (r *Reconciler) dynamoPodCliqueSets(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.ObjectRef, error) {
+	gvk := grovev1.SchemeGroupVersion.WithKind(grove.Kind)
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(grove.Kind + "List"))
+	switch err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace)); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing the PodCliqueSets of namespace %s: %w", dgd.Namespace, err)
+	}
+	var out []backends.ObjectRef
+	for i := range list.Items {
+		if p := &list.Items[i]; metav1.IsControlledBy(p, dgd) && grove.NotOurs(gvk, p) {
+			out = append(out, backends.ObjectRef{Kind: grove.Kind, Name: p.Name, UID: p.UID})
+		}
 	}
 	return out, nil
 }

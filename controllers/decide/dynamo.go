@@ -3,6 +3,7 @@ package decide
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -29,7 +30,8 @@ import (
 // decode-before-prefill order), and cleanup deletes it once drained. The rest is decided
 // here:
 //   - nothing is taken over while Dynamo's operator may still act (Dynamo.Stopped empty):
-//     the pass stops with ReasonDynamoOperatorActive;
+//     the pass stops with ReasonDynamoOperatorActive; nor while Dynamo's workloads of a
+//     pathway not taken over run (its Grove PodCliqueSet): ReasonDynamoTakeOverUnsupported;
 //   - a stable service's Deployment (frontend, planner) has our name (`{dgd}-{service}`
 //     is Dynamo's too): Dynamo's is deleted with propagation Orphan, so its ReplicaSet
 //     and pods keep serving, and ours, created under the name once it is free, adopts that
@@ -80,6 +82,10 @@ type Dynamo struct {
 	Services []corev1.Service
 	// Components name Dynamo's DCDs of the DGD.
 	Components []string
+	// Unsupported are Dynamo's workloads of the DGD on a pathway the take-over does not
+	// handle (Dynamo's Grove PodCliqueSet): while any is there the pass stops with
+	// ReasonDynamoTakeOverUnsupported and writes nothing.
+	Unsupported []backends.ObjectRef
 	// Pods counts the DGD's pods of Dynamo's making (running or terminating).
 	Pods int
 	// Finalizer: the DGD carries DynamoFinalizer.
@@ -99,6 +105,22 @@ func dynamoActive(s *Snapshot) string {
 	}
 	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which may still act on it: hold its namespace-scope Lease %q in namespace %s, or annotate the DGD %s=true and delete its %ss with --cascade=orphan (README, \"Moving over from Dynamo's operator\")",
 		dynamoWhat(s), DynamoScopeLease, s.DGD.Namespace, DynamoPausedAnnotation, DCDKind)
+}
+
+// dynamoUnsupported is the reason a DGD running Dynamo's workloads of a pathway not
+// taken over stops with, or "". Nothing is created beside them: ours would run beside
+// Dynamo's PodCliqueSet, which would stay (its frontend clique and its workers in one
+// object this operator neither scales nor deletes), routed to by the frontend for good.
+func dynamoUnsupported(s *Snapshot) string {
+	if s.Dynamo == nil || len(s.Dynamo.Unsupported) == 0 {
+		return ""
+	}
+	var what []string
+	for _, o := range s.Dynamo.Unsupported {
+		what = append(what, o.String())
+	}
+	return fmt.Sprintf("this graph runs %s made by Dynamo's operator (its Grove pathway), which this operator does not take over yet: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
+		strings.Join(what, ", "), DynamoScopeLease, s.DGD.Namespace)
 }
 
 // dynamoWhat says what of Dynamo's the DGD runs.

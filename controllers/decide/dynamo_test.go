@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -302,5 +303,31 @@ func TestDecideDynamoActive(t *testing.T) {
 	}
 	if d.Requeue == 0 || d.Requeue > decide.DynamoRecheck {
 		t.Errorf("requeue %s, want within %s", d.Requeue, decide.DynamoRecheck)
+	}
+}
+
+// TestDecideDynamoUnsupported: a graph Dynamo's operator runs on its Grove pathway (its
+// PodCliqueSet of the DGD) is not taken over, Lease held or not: the pass writes nothing
+// (nothing beside Dynamo's PodCliqueSet, which would stay routed to for good) and stops
+// with ReasonDynamoTakeOverUnsupported, naming it.
+func TestDecideDynamoUnsupported(t *testing.T) {
+	for _, stopped := range []string{"", "Lease dynamo-operator-namespace-scope held"} {
+		w := newWorld(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Obj())
+		w.dgd.Finalizers = []string{decide.DynamoFinalizer}
+		s := w.snapshot()
+		s.Dynamo = &decide.Dynamo{Stopped: stopped, Finalizer: true, Unsupported: []backends.ObjectRef{{Kind: "PodCliqueSet", Name: "g", UID: "uid-g"}}}
+		d := decide.Decide(s)
+		if len(d.Writes) != 0 {
+			t.Errorf("stopped %q: writes %v, want none", stopped, d.Writes)
+		}
+		if got := condition(*d.Status, v1alpha1.ConditionReady); got != "False/"+v1alpha1.ReasonDynamoTakeOverUnsupported {
+			t.Errorf("stopped %q: Ready %s, want False/%s", stopped, got, v1alpha1.ReasonDynamoTakeOverUnsupported)
+		}
+		if c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "PodCliqueSet g") {
+			t.Errorf("stopped %q: Ready %+v does not name Dynamo's PodCliqueSet", stopped, c)
+		}
+		if d.Requeue == 0 || d.Requeue > decide.DynamoRecheck {
+			t.Errorf("requeue %s, want within %s", d.Requeue, decide.DynamoRecheck)
+		}
 	}
 }
