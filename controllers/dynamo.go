@@ -65,9 +65,11 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	if err != nil {
 		return nil, nil, err
 	}
-	if dy.Unsupported, err = r.dynamoPodCliqueSets(ctx, dgd); err != nil {
+	sets, err := r.dynamoPodCliqueSets(ctx, dgd)
+	if err != nil {
 		return nil, nil, err
 	}
+	dy.Unsupported = append(dy.Unsupported, sets...)
 	dcds, _, err := r.listDCDs(ctx, dgd)
 	if err != nil {
 		return nil, nil, err
@@ -98,7 +100,14 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		byDCD = byDCD || metav1.GetControllerOf(o) != nil
 		w := dynamoWorkload(o, counts)
 		if svc := dgd.Spec.Services[w.Service]; svc != nil && !svc.IsWorker() {
-			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: w.Service, ObjectRef: backends.ObjectRef{Kind: w.Kind, Name: w.Name, UID: w.UID}})
+			ref := backends.ObjectRef{Kind: w.Kind, Name: w.Name, UID: w.UID}
+			if w.Kind != "Deployment" {
+				// A multinode frontend or planner: ours would run beside it, under another
+				// name, and nothing would ever remove it. Not taken over (yet).
+				dy.Unsupported = append(dy.Unsupported, ref)
+				continue
+			}
+			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: w.Service, ObjectRef: ref})
 			continue
 		}
 		ws = append(ws, w)

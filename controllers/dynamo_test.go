@@ -8,14 +8,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
+	"github.com/dgd-rollout/operator/render"
 )
 
 // An older Dynamo ran one LeaderWorkerSet per replica (`<dcd>-0`, `<dcd>-1`), all of one
@@ -63,5 +66,44 @@ func TestDynamoPodCliqueSets(t *testing.T) {
 	r.APIReader = fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()
 	if got, err := r.dynamoPodCliqueSets(context.Background(), dgd); err != nil || len(got) != 0 {
 		t.Errorf("no Grove CRD: got %v, %v, want none and no error", got, err)
+	}
+}
+
+// Dynamo's LeaderWorkerSets of a DGD: a worker component's is a workload of revision 0
+// (keyed by its labels, its replicas and ready counts in gangs); a non-worker
+// component's (a multinode frontend) is not taken over (Unsupported: the pass holds),
+// for ours would run beside it under another name and nothing would remove it.
+func TestDynamoObjectsLeaderWorkerSets(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, clientgoscheme.AddToScheme, lwsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "dgd-uid"},
+		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+			"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend}, "decode": {ComponentType: v1alpha1.ComponentTypeDecode}}}}
+	set := func(name, service, hash string) *lwsv1.LeaderWorkerSet {
+		l := map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: service}
+		if hash != "" {
+			l[v1alpha1.LabelWorkerHash] = hash
+		}
+		return &lwsv1.LeaderWorkerSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: l, Generation: 1,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: decide.DCDKind, Name: name[:len(name)-2], UID: "dcd", Controller: ptr.To(true)}}},
+			Spec:   lwsv1.LeaderWorkerSetSpec{Replicas: ptr.To[int32](2)},
+			Status: lwsv1.LeaderWorkerSetStatus{ReadyReplicas: 1, Replicas: 2, UpdatedReplicas: 2, ObservedGeneration: 1}}
+	}
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(set("g-decode-d1a2b3c4-0", "decode", "d1a2b3c4"), set("g-frontend-0", "Frontend", "")).Build()
+	r := &Reconciler{APIReader: c, Backends: backends.NewRegistry().Register(v1alpha1.BackendLeaderWorkerSet, lws.New(nil, nil, render.Config{}))}
+	dy := &decide.Dynamo{}
+	ws, byDCD, err := r.dynamoObjects(context.Background(), dgd, dy, map[backends.Key]int32{{Service: "decode", Hash: "d1a2b3c4"}: 2})
+	if err != nil || !byDCD {
+		t.Fatalf("err %v, byDCD %v", err, byDCD)
+	}
+	if len(ws) != 1 || ws[0].Kind != lws.Kind || ws[0].Backend != decide.DynamoBackend || ws[0].Replicas != 2 || ws[0].Ready != 1 || ws[0].Pods != 2 || !ws[0].Synced {
+		t.Errorf("workloads %+v: want Dynamo's decode LeaderWorkerSet, 2 gangs, 1 ready, 2 with pods, synced", ws)
+	}
+	if len(dy.Unsupported) != 1 || dy.Unsupported[0].Name != "g-frontend-0" || len(dy.Stable) != 0 {
+		t.Errorf("unsupported %v, stable %v: want the frontend's LeaderWorkerSet unsupported", dy.Unsupported, dy.Stable)
 	}
 }

@@ -83,8 +83,9 @@ type Dynamo struct {
 	// Components name Dynamo's DCDs of the DGD.
 	Components []string
 	// Unsupported are Dynamo's workloads of the DGD on a pathway the take-over does not
-	// handle (Dynamo's Grove PodCliqueSet): while any is there the pass stops with
-	// ReasonDynamoTakeOverUnsupported and writes nothing.
+	// handle (Dynamo's Grove PodCliqueSet; a LeaderWorkerSet of a non-worker component):
+	// while any is there the pass stops with ReasonDynamoTakeOverUnsupported and writes
+	// nothing.
 	Unsupported []backends.ObjectRef
 	// Pods counts the DGD's pods of Dynamo's making (running or terminating).
 	Pods int
@@ -110,7 +111,8 @@ func dynamoActive(s *Snapshot) string {
 // dynamoUnsupported is the reason a DGD running Dynamo's workloads of a pathway not
 // taken over stops with, or "". Nothing is created beside them: ours would run beside
 // Dynamo's PodCliqueSet, which would stay (its frontend clique and its workers in one
-// object this operator neither scales nor deletes), routed to by the frontend for good.
+// object this operator neither scales nor deletes), routed to by the frontend for good;
+// or beside a multinode frontend's LeaderWorkerSet, under another name, for good.
 func dynamoUnsupported(s *Snapshot) string {
 	if s.Dynamo == nil || len(s.Dynamo.Unsupported) == 0 {
 		return ""
@@ -119,7 +121,7 @@ func dynamoUnsupported(s *Snapshot) string {
 	for _, o := range s.Dynamo.Unsupported {
 		what = append(what, o.String())
 	}
-	return fmt.Sprintf("this graph runs %s made by Dynamo's operator (its Grove pathway), which this operator does not take over yet: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
+	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which this operator does not take over yet: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
 		strings.Join(what, ", "), DynamoScopeLease, s.DGD.Namespace)
 }
 
