@@ -1,9 +1,13 @@
 package e2e
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -17,15 +21,19 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/test/invariants"
 )
 
 // dynamoWorkerHash is the worker hash Dynamo's operator gave the graph (8 hex characters:
@@ -47,13 +55,9 @@ var _ = Describe("Moving over from Dynamo's operator", func() {
 	It("takes over multinode workers Dynamo ran as LeaderWorkerSets, a gang at a time, never without a ready frontend or routable workers", func() {
 		obj := harness.NewDGD(newNamespace(), "g").Disagg(2, 2, "img:1").Multinode("prefill", 2).Multinode("decode", 2).Rollout("1", "0").Obj()
 		moveOver(obj)
-		// The watcher's availability check alone does not catch Dynamo's gangs drained at
-		// once (measured: an operator whose routable counted none of Dynamo's leaders
-		// deleted both LeaderWorkerSets in its first pass and the watcher saw 2 ready gangs
-		// throughout): KWOK readies our new gangs within PodReadyDelay (1 s), before the
-		// garbage collector has taken Dynamo's pods down (LeaderWorkerSet, its
-		// StatefulSets, their pods), whereas on a GPU cluster loading the model takes
-		// minutes. So the steps the operator announces are checked too.
+		// The steps the operator announces: Dynamo's gangs go one at a time through the
+		// scale subresource. (A drain of Dynamo's gangs that comes too early is the
+		// capacity watch's to catch: moveOver, watchCapacity.)
 		By("Dynamo's LeaderWorkerSets were scaled down a gang at a time (their scale subresource), then deleted")
 		said := rolloutSteps(obj.Namespace, obj.Name)
 		for _, c := range []string{"decode", "prefill"} {
@@ -122,6 +126,7 @@ func moveOver(obj *v1alpha1.DynamoGraphDeployment) {
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(fv.ReadyGenerations()).To(HaveLen(1), "Dynamo's generation discovered")
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+	capacity := watchCapacity(ns, invariants.ServicesOf(dgd))
 	var frontendSvc corev1.Service
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &frontendSvc)).To(Succeed())
 	c := meta.FindStatusCondition(s.dgd().Status.Conditions, v1alpha1.ConditionReady)
@@ -162,6 +167,80 @@ func moveOver(obj *v1alpha1.DynamoGraphDeployment) {
 			g.Expect(err).To(HaveOccurred(), "Dynamo's Service %s is gone", name)
 		}
 	}, time.Minute, 100*time.Millisecond).Should(Succeed())
+	events, violations := capacity()
+	Expect(events).To(BeNumerically(">", 0), "workload events judged")
+	Expect(violations).To(BeEmpty(), "ready replicas the workloads of a worker service count on")
+}
+
+// watchCapacity judges, at every event of the namespace's workloads (Deployments and
+// LeaderWorkerSets, Dynamo's and ours alike: the watcher judges only the DGD's own), the
+// replicas each worker service can count on: over its live workloads, each one's ready
+// replicas (Deployment availableReplicas, LeaderWorkerSet readyReplicas: whole gangs) up
+// to its spec.replicas, none of one being deleted, at least R - maxUnavailable. A
+// scale-down or deletion of Dynamo's workload lowers it at once, before the pods go, and
+// the operator may make it only once ours are ready, which the same watch stream shows
+// earlier. The pod-level availability check sees a drain of Dynamo's workers that comes
+// too early only when the garbage collector takes Dynamo's gangs down (LeaderWorkerSet,
+// its StatefulSets, their pods) before KWOK readies our new ones (PodReadyDelay, 1 s;
+// model loading takes minutes on GPUs): measured with an operator whose routable counted
+// none of Dynamo's leaders (both LeaderWorkerSets deleted in its first pass), the
+// watcher missed it at load ~5 and caught it at load ~16. It returns how many events it
+// judged and the violations.
+func watchCapacity(ns string, services []invariants.Service) func() (int, []string) {
+	c, err := cache.New(cl.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	events, seen := 0, map[string]bool{}
+	var violations []string
+	check := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		events++
+		ready := map[string]int32{}
+		var deps appsv1.DeploymentList
+		var sets lwsv1.LeaderWorkerSetList
+		if c.List(ctx, &deps) != nil || c.List(ctx, &sets) != nil {
+			return
+		}
+		count := func(o metav1.Object, spec *int32, n int32) {
+			if l := o.GetLabels(); l[v1alpha1.LabelWorkerHash] != "" && o.GetDeletionTimestamp().IsZero() {
+				ready[l[v1alpha1.LabelService]] += min(n, ptr.Deref(spec, 1))
+			}
+		}
+		for i := range deps.Items {
+			count(&deps.Items[i], deps.Items[i].Spec.Replicas, deps.Items[i].Status.AvailableReplicas)
+		}
+		for i := range sets.Items {
+			count(&sets.Items[i], sets.Items[i].Spec.Replicas, sets.Items[i].Status.ReadyReplicas)
+		}
+		for _, svc := range services {
+			if v := fmt.Sprintf("%s: %d ready replicas counted on, fewer than %d-%d", svc.Name, ready[svc.Name], svc.Replicas, svc.Unavail); ready[svc.Name] < svc.Replicas-svc.Unavail && !seen[v] {
+				seen[v] = true
+				violations = append(violations, v)
+			}
+		}
+	}
+	for _, kind := range []client.Object{&appsv1.Deployment{}, &lwsv1.LeaderWorkerSet{}} {
+		inf, err := c.GetInformer(ctx, kind)
+		Expect(err).NotTo(HaveOccurred())
+		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc: func(any) { check() }, UpdateFunc: func(_, _ any) { check() }, DeleteFunc: func(any) { check() }})
+		Expect(err).NotTo(HaveOccurred())
+	}
+	cctx, cancel := context.WithCancel(ctx)
+	DeferCleanup(func() { // before the scenario's cleanup removes the DGD
+		cancel()
+		mu.Lock()
+		defer mu.Unlock()
+		GinkgoWriter.Printf("%s capacity: %d workload events judged, violations %v\n", ns, events, violations)
+	})
+	go func() { _ = c.Start(cctx) }()
+	Expect(c.WaitForCacheSync(cctx)).To(BeTrue())
+	return func() (int, []string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return events, slices.Clone(violations)
+	}
 }
 
 // dynamoObjects creates what Dynamo's operator makes for dgd on its component pathway
