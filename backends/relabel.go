@@ -199,12 +199,25 @@ func ExistingOnCreate(ctx context.Context, live client.Reader, c client.Client, 
 // cost it one pass over their metadata and nothing after. It reports how many objects
 // it labelled.
 func RelabelOwned(ctx context.Context, live client.Reader, c client.Client, scheme *runtime.Scheme, namespaces []string, kinds ...client.Object) (int, error) {
+	return RelabelOwnedExcept(ctx, live, c, scheme, namespaces, nil, kinds...)
+}
+
+// NotOurs reports of an object of kind gvk whose controller is a DGD that the operator
+// did not make it: another controller of the DGD's made it (Dynamo's own operator makes
+// its Grove PodCliqueSet so: the take-over, controllers/dynamo.go).
+type NotOurs func(gvk schema.GroupVersionKind, o metav1.Object) bool
+
+// RelabelOwnedExcept is RelabelOwned leaving alone every object notOurs reports (nil:
+// none): such an object must never enter the cache, where the backends would take it
+// for theirs.
+func RelabelOwnedExcept(ctx context.Context, live client.Reader, c client.Client, scheme *runtime.Scheme, namespaces []string,
+	notOurs NotOurs, kinds ...client.Object) (int, error) {
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	n := 0
 	for _, ns := range namespaces {
-		m, err := relabelOwnedIn(ctx, live, c, scheme, ns, kinds)
+		m, err := relabelOwnedIn(ctx, live, c, scheme, ns, notOurs, kinds)
 		n += m
 		if err != nil {
 			return n, err
@@ -213,7 +226,7 @@ func RelabelOwned(ctx context.Context, live client.Reader, c client.Client, sche
 	return n, nil
 }
 
-func relabelOwnedIn(ctx context.Context, live client.Reader, c client.Client, scheme *runtime.Scheme, ns string, kinds []client.Object) (int, error) {
+func relabelOwnedIn(ctx context.Context, live client.Reader, c client.Client, scheme *runtime.Scheme, ns string, notOurs NotOurs, kinds []client.Object) (int, error) {
 	n := 0
 	for _, kind := range kinds {
 		gvk, err := apiutil.GVKForObject(kind, scheme)
@@ -232,7 +245,7 @@ func relabelOwnedIn(ctx context.Context, live client.Reader, c client.Client, sc
 			}
 			for i := range list.Items {
 				o := &list.Items[i]
-				if !controlledByDGD(o) || o.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue {
+				if !controlledByDGD(o) || o.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue || notOurs != nil && notOurs(gvk, o) {
 					continue
 				}
 				o.SetGroupVersionKind(gvk)

@@ -78,7 +78,7 @@ func (r *Reconciler) routable(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1
 	out := map[backends.Key]int32{}
 	for i := range pods {
 		pod := &pods[i]
-		key := backends.Key{Service: pod.Labels[v1alpha1.LabelService], Hash: pod.Labels[v1alpha1.LabelWorkerHash]}
+		key := podKey(dgd, pod.Labels)
 		b := backendOf[key]
 		if key.Hash == "" || b == nil || !pod.DeletionTimestamp.IsZero() || !backends.RunsRuntime(b, pod.Labels) {
 			continue

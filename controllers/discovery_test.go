@@ -3,12 +3,16 @@ package controllers
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
 )
@@ -41,6 +45,69 @@ func TestRoutableCountsDynamoWorkloads(t *testing.T) {
 	}
 }
 
+// A worker Deployment of a Dynamo of before its rolling updates carries no worker hash,
+// nor do its pods: its workload is keyed "legacy" (dynamoWorkload), and so are they
+// (podKey), so a ready endpoint of theirs counts. Before, none did (their key had no
+// hash), and the planner would have drained them at once. A hashless pod of ours (a
+// stable service's) keeps its key.
+func TestRoutableCountsDynamoLegacyWorkers(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(nil, nil, nil, render.Config{}))}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+			"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend}, "decode": {ComponentType: v1alpha1.ComponentTypeDecode}}}}
+	pod := func(name string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"),
+			Labels: map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode"}}}
+	}
+	pods := []metav1.PartialObjectMetadata{pod("g-decode-abc-0"), pod("g-decode-abc-1")}
+	w := dynamoWorkload(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "g-decode",
+		Labels: map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode"}}}, podCounts(dgd, pods))
+	if w.Hash != legacyHash || w.Pods != 2 {
+		t.Fatalf("workload %+v: want key hash %q and 2 pods", w.Workload, legacyHash)
+	}
+	ready := map[string]map[types.UID]bool{"g-decode-abc-0": {"g-decode-abc-0-uid": true}}
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 1 {
+		t.Errorf("routable %v: want 1 (its ready endpoint)", got)
+	}
+	ours := map[string]string{v1alpha1.LabelService: "Frontend", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
+	if k := podKey(dgd, ours); k.Hash != "" {
+		t.Errorf("our frontend pod keyed %+v", k)
+	}
+}
+
+// Dynamo's LeaderWorkerSets being taken over count a gang routable by its leader, as
+// ours do: the pod LWS labels worker-index 0 (Dynamo's Service selects only leaders, so
+// a gang worker is never its endpoint; one that were would still not count). Without
+// the LeaderWorkerSet backend registered none would count, and Dynamo's gangs would be
+// drained at once (observe reads no LeaderWorkerSet then: dynamoWorkloadObjects).
+func TestRoutableCountsDynamoGangLeaders(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().
+		Register(v1alpha1.BackendDeployment, deployment.New(nil, nil, nil, render.Config{})).
+		Register(v1alpha1.BackendLeaderWorkerSet, lws.New(nil, nil, render.Config{}))}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	const theirs = "d1a2b3c4"
+	pod := func(name, index string) metav1.PartialObjectMetadata {
+		l := map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode", v1alpha1.LabelWorkerHash: theirs,
+			lwsv1.WorkerIndexLabelKey: index, render.LabelRole: map[string]string{"0": "leader"}[index]}
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), Labels: l}}
+	}
+	// Two gangs of 2 (`<lws>-<group>` the leader, `<lws>-<group>-<index>` a worker).
+	set := "g-decode-" + theirs + "-0"
+	pods := []metav1.PartialObjectMetadata{pod(set+"-0", "0"), pod(set+"-0-1", "1"), pod(set+"-1", "0"), pod(set+"-1-1", "1")}
+	w := decide.Workload{Backend: decide.DynamoBackend, Workload: backends.Workload{Key: backends.Key{Service: "decode", Hash: theirs}, Kind: lws.Kind, Name: set}}
+	ready := map[string]map[types.UID]bool{}
+	for _, p := range pods {
+		ready[p.Name] = map[types.UID]bool{p.UID: true}
+	}
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 2 {
+		t.Errorf("routable %v: want 2 (each gang's leader)", got)
+	}
+	delete(ready, set+"-1")
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 1 {
+		t.Errorf("routable %v with one leader not an endpoint: want 1", got)
+	}
+}
+
 // Only a pod without any managed-by label is taken for one of Dynamo's operator: our
 // pods on Grove carry managed-by grove-operator (Grove's labels win over the template's)
 // and must not make a DGD wait for Dynamo's operator to be stopped.
@@ -52,6 +119,10 @@ func TestDynamoPod(t *testing.T) {
 		{map[string]string{v1alpha1.LabelGraph: "g"}, true},
 		{map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}, false},
 		{map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelManagedBy: "grove-operator"}, false},
+		// A pod of Dynamo's LeaderWorkerSet: the DCD's labels and LWS's own, none managed-by
+		// (lws v0.9.0 sets none; Dynamo's renderMultinodePodTemplateSpecs neither).
+		{map[string]string{v1alpha1.LabelGraph: "g", render.LabelRole: "leader", lwsv1.WorkerIndexLabelKey: "0",
+			lwsv1.SetNameLabelKey: "g-decode-d1a2b3c4-0", lwsv1.GroupIndexLabelKey: "0"}, true},
 	} {
 		if got := dynamoPod(c.labels); got != c.want {
 			t.Errorf("dynamoPod(%v) = %v, want %v", c.labels, got, c.want)

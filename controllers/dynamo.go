@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,9 +21,12 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/grove"
+	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 )
 
@@ -39,9 +44,9 @@ import (
 // the order tried (a cluster serves one or both).
 var dcdVersions = []string{"v1beta1", "v1alpha1"}
 
-// observeDynamo reads what Dynamo's operator left of dgd: its worker Deployments as
-// workloads of decide.DynamoBackend, keyed by component and Dynamo's worker hash, their
-// pods counted by counts; the rest in a decide.Dynamo. nil and no workloads when the DGD
+// observeDynamo reads what Dynamo's operator left of dgd: its worker Deployments and
+// LeaderWorkerSets as workloads of decide.DynamoBackend, keyed by component and Dynamo's
+// worker hash, their pods counted by counts; the rest in a decide.Dynamo. nil and no workloads when the DGD
 // shows no sign of Dynamo's operator.
 func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata,
 	counts map[backends.Key]int32) (*decide.Dynamo, []decide.Workload, error) {
@@ -60,6 +65,11 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	if err != nil {
 		return nil, nil, err
 	}
+	sets, err := r.dynamoPodCliqueSets(ctx, dgd)
+	if err != nil {
+		return nil, nil, err
+	}
+	dy.Unsupported = append(dy.Unsupported, sets...)
 	dcds, _, err := r.listDCDs(ctx, dgd)
 	if err != nil {
 		return nil, nil, err
@@ -73,29 +83,36 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	return dy, ws, nil
 }
 
-// dynamoObjects reads Dynamo's Deployments and Services of dgd past the cache: its worker
-// Deployments as workloads, its stable ones and Services into dy; byDCD says whether any
-// of them is controlled (by a DCD).
+// dynamoObjects reads Dynamo's workloads and Services of dgd past the cache: its worker
+// workloads (Deployments, LeaderWorkerSets) as workloads, its stable ones and its
+// Services into dy; byDCD says whether any of them is controlled (by a DCD).
 func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
 	counts map[backends.Key]int32) (ws []decide.Workload, byDCD bool, err error) {
 	in := []client.ListOption{client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}}
-	var deps appsv1.DeploymentList
-	if err := r.APIReader.List(ctx, &deps, in...); err != nil {
-		return nil, false, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	objs, err := r.dynamoWorkloadObjects(ctx, dgd, in)
+	if err != nil {
+		return nil, false, err
 	}
-	for i := range deps.Items {
-		dep := &deps.Items[i]
-		if !dynamos(dep) {
+	for _, o := range objs {
+		if !dynamos(o) {
 			continue
 		}
-		byDCD = byDCD || metav1.GetControllerOf(dep) != nil
-		service := dep.Labels[v1alpha1.LabelService]
-		if svc := dgd.Spec.Services[service]; svc != nil && !svc.IsWorker() {
-			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: service, ObjectRef: backends.ObjectRef{Kind: "Deployment", Name: dep.Name, UID: dep.UID}})
+		byDCD = byDCD || metav1.GetControllerOf(o) != nil
+		w := dynamoWorkload(o, counts)
+		if svc := dgd.Spec.Services[w.Service]; svc != nil && !svc.IsWorker() {
+			ref := backends.ObjectRef{Kind: w.Kind, Name: w.Name, UID: w.UID}
+			if w.Kind != "Deployment" {
+				// A multinode frontend or planner: ours would run beside it, under another
+				// name, and nothing would ever remove it. Not taken over (yet).
+				dy.Unsupported = append(dy.Unsupported, ref)
+				continue
+			}
+			dy.Stable = append(dy.Stable, decide.DynamoStable{Service: w.Service, ObjectRef: ref})
 			continue
 		}
-		ws = append(ws, dynamoWorkload(dep, counts))
+		ws = append(ws, w)
 	}
+	sharePods(ws)
 	var svcs corev1.ServiceList
 	if err := r.APIReader.List(ctx, &svcs, in...); err != nil {
 		return nil, false, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
@@ -107,6 +124,64 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		}
 	}
 	return ws, byDCD, nil
+}
+
+// dynamoWorkloadObjects lists the objects carrying dgd's graph label (in) of the kinds
+// Dynamo's component pathway runs a component's pods in: Deployments (single-node), and
+// LeaderWorkerSets (multinode, when this operator runs the LeaderWorkerSet backend:
+// the LWS CRD is installed). Dynamo's DCD controller renders a multinode component as
+// one LeaderWorkerSet `<dcd>-0` whose replicas are the component's (each a gang of
+// nodeCount pods: a leader and its workers), labelled with the DCD's labels (graph,
+// component, worker hash) and controlled by the DCD (ai-dynamo/dynamo
+// deploy/operator/internal/controller/dynamocomponentdeployment_controller.go,
+// reconcileLeaderWorkerSetResources, generateLeaderWorkerSet, leaderWorkerSetName).
+// Without the backend no LeaderWorkerSet is read: none of Dynamo's gangs would count
+// as routable (runsPods), and the planner would drain them at once.
+func (r *Reconciler) dynamoWorkloadObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, in []client.ListOption) ([]client.Object, error) {
+	var out []client.Object
+	var deps appsv1.DeploymentList
+	if err := r.APIReader.List(ctx, &deps, in...); err != nil {
+		return nil, fmt.Errorf("listing Dynamo's Deployments of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	for i := range deps.Items {
+		out = append(out, &deps.Items[i])
+	}
+	if r.Backends.ByKind(lws.Kind) == nil {
+		return out, nil
+	}
+	var sets lwsv1.LeaderWorkerSetList
+	if err := r.APIReader.List(ctx, &sets, in...); err != nil && !meta.IsNoMatchError(err) {
+		return nil, fmt.Errorf("listing Dynamo's LeaderWorkerSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
+	}
+	for i := range sets.Items {
+		out = append(out, &sets.Items[i])
+	}
+	return out, nil
+}
+
+// dynamoPodCliqueSets lists, past the cache (metadata only), the PodCliqueSets of dgd's
+// namespace that dgd controls and this operator did not make (grove.NotOurs): the one
+// Dynamo's operator runs the whole graph in on its Grove pathway, named after the DGD
+// (ai-dynamo/dynamo internal/dynamo/graph.go GenerateGrovePodCliqueSet). It carries no
+// label of the graph's, hence the namespace's list. None when Grove's CRD is not
+// served. The take-over does not handle them yet (decide: ReasonDynamoTakeOverUnsupported).
+func (r *Reconciler) dynamoPodCliqueSets(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.ObjectRef, error) {
+	gvk := grovev1.SchemeGroupVersion.WithKind(grove.Kind)
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(grove.Kind + "List"))
+	switch err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace)); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("listing the PodCliqueSets of namespace %s: %w", dgd.Namespace, err)
+	}
+	var out []backends.ObjectRef
+	for i := range list.Items {
+		if p := &list.Items[i]; metav1.IsControlledBy(p, dgd) && grove.NotOurs(gvk, p) {
+			out = append(out, backends.ObjectRef{Kind: grove.Kind, Name: p.Name, UID: p.UID})
+		}
+	}
+	return out, nil
 }
 
 // dynamoPod reports whether a pod of the DGD (its labels) was made by Dynamo's operator
@@ -130,27 +205,79 @@ func dynamos(o metav1.Object) bool {
 	return ref == nil || ref.Kind == decide.DCDKind
 }
 
-// dynamoWorkload is one of Dynamo's worker Deployments as a workload of the old revision
-// Dynamo's worker hash names ("legacy" for a Deployment of before Dynamo's rolling
-// updates, which has none).
-func dynamoWorkload(dep *appsv1.Deployment, counts map[backends.Key]int32) decide.Workload {
-	key := backends.Key{Service: dep.Labels[v1alpha1.LabelService], Hash: dep.Labels[v1alpha1.LabelWorkerHash]}
+// dynamoWorkload is one of Dynamo's workload objects (a Deployment or a
+// LeaderWorkerSet, dynamoWorkloadObjects) as a workload of the old revision Dynamo's
+// worker hash names ("legacy" for a workload of before Dynamo's rolling updates, which
+// has none). A LeaderWorkerSet's replicas and ready counts are gangs, as our
+// LeaderWorkerSet backend reports them (LWS readyReplicas: groups whose every pod is
+// ready).
+func dynamoWorkload(o client.Object, counts map[backends.Key]int32) decide.Workload {
+	key := backends.Key{Service: o.GetLabels()[v1alpha1.LabelService], Hash: o.GetLabels()[v1alpha1.LabelWorkerHash]}
 	if key.Hash == "" {
-		key.Hash = "legacy"
+		key.Hash = legacyHash
 	}
-	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: backends.Workload{
-		Key: key, Kind: "Deployment", Name: dep.Name, UID: dep.UID,
-		Replicas: ptr.Deref(dep.Spec.Replicas, 1), Ready: dep.Status.AvailableReplicas,
-		Updated: dep.Status.UpdatedReplicas, Current: dep.Status.Replicas,
-		Synced: dep.Status.ObservedGeneration >= dep.Generation, Generation: dep.Generation,
-		Terminating: dep.DeletionTimestamp != nil,
-	}}
+	w := backends.Workload{Key: key, Name: o.GetName(), UID: o.GetUID(), Generation: o.GetGeneration(),
+		Terminating: o.GetDeletionTimestamp() != nil}
+	switch o := o.(type) {
+	case *appsv1.Deployment:
+		w.Kind, w.Replicas, w.Ready = "Deployment", ptr.Deref(o.Spec.Replicas, 1), o.Status.AvailableReplicas
+		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
+	case *lwsv1.LeaderWorkerSet:
+		w.Kind, w.Replicas, w.Ready = lws.Kind, ptr.Deref(o.Spec.Replicas, 1), o.Status.ReadyReplicas
+		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
+	}
+	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: w}
+}
+
+// legacyHash keys Dynamo's worker workloads and pods of before its rolling updates,
+// which carry no worker hash (Dynamo's own sentinel for them: DYNAMO-V1BETA1.md §3).
+const legacyHash = "legacy"
+
+// podKey is the workload key of a pod of dgd (its labels): its component and worker
+// hash, the hash legacyHash for a hashless pod of Dynamo's (dynamoPod) of a worker
+// component, as dynamoWorkload keys its workload. Without it such pods would count for
+// no workload and none would be routable: the planner would take Dynamo's legacy
+// workers for an old revision with nothing ready and drain them at once.
+func podKey(dgd *v1alpha1.DynamoGraphDeployment, labels map[string]string) backends.Key {
+	key := backends.Key{Service: labels[v1alpha1.LabelService], Hash: labels[v1alpha1.LabelWorkerHash]}
+	if svc := dgd.Spec.Services[key.Service]; key.Hash == "" && svc != nil && svc.IsWorker() && dynamoPod(labels) {
+		key.Hash = legacyHash
+	}
+	return key
+}
+
+// sharePods counts the pods of workloads of one key once: counts are per (component,
+// worker hash), and an older Dynamo ran one LeaderWorkerSet per replica of a component
+// (`<dcd>-0`, `<dcd>-1`...: dynamocomponentdeployment_controller.go, legacyLWSInstanceIDLabel),
+// all of one key. Each but the first (by name) has the replicas its status reports as
+// its pods; the first the rest of the key's (terminating ones among them), so that the
+// planner, which sums a revision's workloads, counts each pod once.
+func sharePods(ws []decide.Workload) {
+	byKey := map[backends.Key][]int{}
+	for i := range ws {
+		byKey[ws[i].Key] = append(byKey[ws[i].Key], i)
+	}
+	for _, is := range byKey {
+		if len(is) < 2 {
+			continue
+		}
+		slices.SortFunc(is, func(a, b int) int { return strings.Compare(ws[a].Name, ws[b].Name) })
+		rest := ws[is[0]].Pods
+		for _, i := range is[1:] {
+			ws[i].Pods = ws[i].Current
+			rest -= ws[i].Current
+		}
+		ws[is[0]].Pods = max(rest, 0)
+	}
 }
 
 // runsPods is the backend whose pods w's are like: its own, or for one of Dynamo's
 // workloads (backend decide.DynamoBackend, which no backend manages) the backend of its
-// kind, since Dynamo's worker Deployments run their runtime in every pod as ours do. nil
-// when no backend runs that kind. Without it, discovery (routable) would find none of
+// kind, since Dynamo's worker Deployments run their runtime in every pod as ours do, and
+// Dynamo's LeaderWorkerSets only in each gang's leader, as ours do: the pod LWS labels
+// worker-index 0, which Dynamo's Service selects alone (selector role=leader for a
+// multinode DCD: dcdWorkloadRenderer.generateService in ai-dynamo/dynamo
+// deploy/operator/internal/controller). nil when no backend runs that kind. Without it, discovery (routable) would find none of
 // Dynamo's pods routable and lower its workloads' ready counts to zero: the planner
 // would then see an old revision with nothing ready and drain it at once, before ours
 // is ready (the e2e "Moving over" caught that: Dynamo's workers deleted in the first
@@ -210,17 +337,25 @@ func (r *Reconciler) dynamoStopped(ctx context.Context, dgd *v1alpha1.DynamoGrap
 
 // writeDynamo scales or deletes one of Dynamo's workloads by its name (no backend
 // manages it), through the scale subresource as a backend does, or by a delete whose
-// precondition is the UID observed.
+// precondition is the UID observed. The object is of the type the backend of its kind
+// manages (a Deployment, a LeaderWorkerSet).
 func (r *Reconciler) writeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w decide.Write) error {
-	dep := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: w.Workload.Name, UID: w.Workload.UID}}
+	b := r.Backends.ByKind(w.Workload.Kind)
+	if b == nil {
+		return fmt.Errorf("no backend runs %s, the kind of Dynamo's workload %s/%s", w.Workload.Kind, dgd.Namespace, w.Workload.Name)
+	}
+	obj := b.Objects()[0].DeepCopyObject().(client.Object)
+	obj.SetNamespace(dgd.Namespace)
+	obj.SetName(w.Workload.Name)
+	obj.SetUID(w.Workload.UID)
 	switch w.Op {
 	case decide.Scale:
 		scale := &autoscalingv1.Scale{Spec: autoscalingv1.ScaleSpec{Replicas: w.Replicas}}
-		if err := r.Client.SubResource("scale").Update(ctx, dep, client.WithSubResourceBody(scale)); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("scaling Dynamo's Deployment %s/%s to %d: %w", dep.Namespace, dep.Name, w.Replicas, err)
+		if err := r.Client.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(scale)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("scaling Dynamo's %s %s/%s to %d: %w", w.Workload.Kind, dgd.Namespace, w.Workload.Name, w.Replicas, err)
 		}
 	case decide.DeleteWorkload:
-		return backends.DeleteObject(ctx, r.Client, dep, "Deployment")
+		return backends.DeleteObject(ctx, r.Client, obj, w.Workload.Kind)
 	}
 	return nil
 }

@@ -101,8 +101,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, dgd *v1alpha1.DynamoG
 func podCounts(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata) map[backends.Key]int32 {
 	n := map[backends.Key]int32{}
 	for i := range pods {
-		l := pods[i].Labels
-		n[backends.Key{Service: l[v1alpha1.LabelService], Hash: l[v1alpha1.LabelWorkerHash]}]++
+		n[podKey(dgd, pods[i].Labels)]++
 	}
 	for k, v := range n {
 		if svc := dgd.Spec.Services[k.Service]; svc != nil && svc.NodeCount() > 1 {

@@ -125,3 +125,9 @@ const (
 // the operator takes nothing over until it is stopped (README, "Moving over from
 // Dynamo's operator").
 const ReasonDynamoOperatorActive = "DynamoOperatorActive"
+
+// ReasonDynamoTakeOverUnsupported (Ready False, Stalled True): the DGD runs workloads
+// Dynamo's own operator made on a pathway this operator does not take over yet (Grove:
+// Dynamo's PodCliqueSet of the DGD): it writes nothing, neither beside them nor over
+// them, while they run (docs/moving-over.md, "Not yet").
+const ReasonDynamoTakeOverUnsupported = "DynamoTakeOverUnsupported"

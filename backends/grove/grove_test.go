@@ -77,3 +77,31 @@ func TestScaleTemplateKeepsOtherServices(t *testing.T) {
 		t.Errorf("mn worker clique: %d pods per gang, want 3 (untouched)", n)
 	}
 }
+
+// Dynamo's own operator's PodCliqueSet of a DGD (controlled by the DGD, named after it,
+// only the DGD spec's annotations) is not ours; ours carry AnnotationCliques; other kinds
+// are not judged.
+func TestNotOurs(t *testing.T) {
+	pcs := grovev1.SchemeGroupVersion.WithKind("PodCliqueSet")
+	for _, c := range []struct {
+		name        string
+		gvk         string
+		annotations map[string]string
+		want        bool
+	}{
+		{"Dynamo's", "PodCliqueSet", map[string]string{"team": "a"}, true},
+		{"Dynamo's, no annotations", "PodCliqueSet", nil, true},
+		{"ours", "PodCliqueSet", map[string]string{AnnotationCliques: `{}`}, false},
+		{"a Deployment", "Deployment", nil, false},
+	} {
+		gvk := pcs
+		if c.gvk != "PodCliqueSet" {
+			gvk = metav1.SchemeGroupVersion.WithKind(c.gvk)
+			gvk.Group = "apps"
+		}
+		o := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "g", Annotations: c.annotations}}
+		if got := NotOurs(gvk, o); got != c.want {
+			t.Errorf("%s: NotOurs = %v, want %v", c.name, got, c.want)
+		}
+	}
+}

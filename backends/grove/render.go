@@ -9,6 +9,7 @@ import (
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -20,6 +21,24 @@ import (
 // AnnotationCliques records, on a PodCliqueSet, which clique or scaling group holds each
 // service: Grove names are short and DNS-safe, service names need not be.
 const AnnotationCliques = "nvidia.com/dgd-cliques"
+
+// NotOurs reports whether a PodCliqueSet (its metadata) whose controller is a DGD was
+// made by another controller than this backend: it lacks AnnotationCliques, which every
+// PodCliqueSet of this backend has carried since its first version. Dynamo's own
+// operator makes one PodCliqueSet per DGD, named after it (this backend's first choice
+// of a stable PodCliqueSet's name too), controlled by the DGD and carrying only the DGD
+// spec's labels and annotations (ai-dynamo/dynamo deploy/operator/internal/dynamo/graph.go
+// GenerateGrovePodCliqueSet; internal/controller/dgd_grove_workloads_reconciler.go
+// reconcilePodCliqueSet, SyncObservedResource with the DGD as owner). Labelled as ours
+// (backends.RelabelOwned at start), it would enter the cache and be observed as one of
+// this backend's PodCliqueSets.
+func NotOurs(gvk schema.GroupVersionKind, o metav1.Object) bool {
+	if gvk.Group != grovev1.SchemeGroupVersion.Group || gvk.Kind != "PodCliqueSet" {
+		return false
+	}
+	_, ours := o.GetAnnotations()[AnnotationCliques]
+	return !ours
+}
 
 // LabelStableHash is the hash of a stable service's rendered template, on the
 // PodCliqueSet that runs that template (absent on worker revisions' PodCliqueSets).

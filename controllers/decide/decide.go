@@ -29,6 +29,10 @@ func decideAll(s *Snapshot) Decision {
 	case s.Stale != "":
 		return Decision{Wait: s.Stale, Metrics: d.Metrics}
 	}
+	if msg := dynamoUnsupported(s); msg != "" {
+		d.requeueIn(DynamoRecheck)
+		return stop(s, d, v1alpha1.ReasonDynamoTakeOverUnsupported, msg)
+	}
 	if msg := dynamoActive(s); msg != "" {
 		d.requeueIn(DynamoRecheck)
 		return stop(s, d, v1alpha1.ReasonDynamoOperatorActive, msg)

@@ -3,6 +3,7 @@ package decide
 import (
 	"fmt"
 	"maps"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,19 +16,22 @@ import (
 
 // Taking over a DGD that Dynamo's own operator ran (issue 25 item 4; README "Moving
 // over from Dynamo's operator"). Dynamo's operator renders a DGD as one
-// DynamoComponentDeployment (DCD) per component, each controlling a Deployment and
-// Services (ai-dynamo/dynamo deploy/operator/internal/controller/
-// dynamocomponentdeployment_controller.go, generateDeployment, createOrUpdateOrDeleteServices;
-// names and labels in /work/notes/i25-handover-facts.md §1). Its pods carry the labels ours
-// select by (api/v1alpha1 LabelGraph, LabelService, LabelWorkerHash are Dynamo's own), so
-// observe reports Dynamo's worker Deployments as workloads of backend DynamoBackend, keyed
+// DynamoComponentDeployment (DCD) per component, each controlling a Deployment (a
+// multinode component: a LeaderWorkerSet `<dcd>-0` of gangs) and Services (ai-dynamo/dynamo
+// deploy/operator/internal/controller/dynamocomponentdeployment_controller.go,
+// generateDeployment, generateLeaderWorkerSet, createOrUpdateOrDeleteServices; names and
+// labels in /work/notes/i25-handover-facts.md §1). Its pods carry the labels ours select
+// by (api/v1alpha1 LabelGraph, LabelService, LabelWorkerHash are Dynamo's own), so observe
+// reports Dynamo's worker Deployments and LeaderWorkerSets as workloads of backend
+// DynamoBackend, keyed
 // by their component and Dynamo's worker hash: a revision the history does not know, which
 // therefore counts as the oldest (history.number: 0). The planner drains it like any old
 // revision as the spec's revision becomes ready (same surge, availability and
 // decode-before-prefill order), and cleanup deletes it once drained. The rest is decided
 // here:
 //   - nothing is taken over while Dynamo's operator may still act (Dynamo.Stopped empty):
-//     the pass stops with ReasonDynamoOperatorActive;
+//     the pass stops with ReasonDynamoOperatorActive; nor while Dynamo's workloads of a
+//     pathway not taken over run (its Grove PodCliqueSet): ReasonDynamoTakeOverUnsupported;
 //   - a stable service's Deployment (frontend, planner) has our name (`{dgd}-{service}`
 //     is Dynamo's too): Dynamo's is deleted with propagation Orphan, so its ReplicaSet
 //     and pods keep serving, and ours, created under the name once it is free, adopts that
@@ -78,6 +82,11 @@ type Dynamo struct {
 	Services []corev1.Service
 	// Components name Dynamo's DCDs of the DGD.
 	Components []string
+	// Unsupported are Dynamo's workloads of the DGD on a pathway the take-over does not
+	// handle (Dynamo's Grove PodCliqueSet; a LeaderWorkerSet of a non-worker component):
+	// while any is there the pass stops with ReasonDynamoTakeOverUnsupported and writes
+	// nothing.
+	Unsupported []backends.ObjectRef
 	// Pods counts the DGD's pods of Dynamo's making (running or terminating).
 	Pods int
 	// Finalizer: the DGD carries DynamoFinalizer.
@@ -97,6 +106,23 @@ func dynamoActive(s *Snapshot) string {
 	}
 	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which may still act on it: hold its namespace-scope Lease %q in namespace %s, or annotate the DGD %s=true and delete its %ss with --cascade=orphan (README, \"Moving over from Dynamo's operator\")",
 		dynamoWhat(s), DynamoScopeLease, s.DGD.Namespace, DynamoPausedAnnotation, DCDKind)
+}
+
+// dynamoUnsupported is the reason a DGD running Dynamo's workloads of a pathway not
+// taken over stops with, or "". Nothing is created beside them: ours would run beside
+// Dynamo's PodCliqueSet, which would stay (its frontend clique and its workers in one
+// object this operator neither scales nor deletes), routed to by the frontend for good;
+// or beside a multinode frontend's LeaderWorkerSet, under another name, for good.
+func dynamoUnsupported(s *Snapshot) string {
+	if s.Dynamo == nil || len(s.Dynamo.Unsupported) == 0 {
+		return ""
+	}
+	var what []string
+	for _, o := range s.Dynamo.Unsupported {
+		what = append(what, o.String())
+	}
+	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which this operator does not take over yet: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
+		strings.Join(what, ", "), DynamoScopeLease, s.DGD.Namespace)
 }
 
 // dynamoWhat says what of Dynamo's the DGD runs.

@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/test/harness"
 )
@@ -33,6 +35,14 @@ type handover struct {
 }
 
 func newHandover(dgd *v1alpha1.DynamoGraphDeployment, stopped string) *handover {
+	return newHandoverOn(dgd, stopped, "Deployment")
+}
+
+// newHandoverOn is newHandover with Dynamo's worker workloads of that kind: Deployments
+// `<dcd>` (single-node components), or LeaderWorkerSets `<dcd>-0` whose replicas are
+// gangs (multinode components: dynamocomponentdeployment_controller.go
+// leaderWorkerSetName in ai-dynamo/dynamo deploy/operator/internal/controller).
+func newHandoverOn(dgd *v1alpha1.DynamoGraphDeployment, stopped, kind string) *handover {
 	h := &handover{world: newWorld(dgd)}
 	dgd.Finalizers = []string{decide.DynamoFinalizer}
 	svc := func(name string) corev1.Service {
@@ -46,8 +56,11 @@ func newHandover(dgd *v1alpha1.DynamoGraphDeployment, stopped string) *handover 
 	}
 	for _, s := range []string{"decode", "prefill"} {
 		name := "g-" + s + "-" + dynamoHash
+		if kind == lws.Kind {
+			name += "-0"
+		}
 		h.workloads[name] = &decide.Workload{Backend: decide.DynamoBackend, Pods: 2, Workload: backends.Workload{
-			Key: backends.Key{Service: s, Hash: dynamoHash}, Kind: "Deployment", Name: name, UID: types.UID("uid-" + name),
+			Key: backends.Key{Service: s, Hash: dynamoHash}, Kind: kind, Name: name, UID: types.UID("uid-" + name),
 			Replicas: 2, Ready: 2, Updated: 2, Current: 2, Synced: true}}
 	}
 	return h
@@ -152,12 +165,111 @@ func (h *handover) serving(t *testing.T, floor int32) {
 // testdata/dynamo-handover.golden (go test -run TestDecideDynamoHandover -update).
 func TestDecideDynamoHandover(t *testing.T) {
 	h := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held")
+	golden(t, "dynamo-handover", h.takeOver(t))
+}
+
+// TestDecideDynamoHandoverGangs is TestDecideDynamoHandover for a graph whose prefill
+// and decode are multinode (2 nodes a gang): Dynamo's operator ran them as
+// LeaderWorkerSets `<dcd>-0` of 2 gangs each, ours run as our LeaderWorkerSets
+// (backend Auto). The planner drains Dynamo's gangs as the old revision, whole gangs at
+// a time, decode grown before prefill and prefill shrunk before decode, under the same
+// surge and availability (every worker service keeps 2 ready gangs at every state), and
+// deletes them once drained. The transcript is testdata/dynamo-handover-gangs.golden.
+func TestDecideDynamoHandoverGangs(t *testing.T) {
+	dgd := harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Multinode("prefill", 2).Multinode("decode", 2).Rollout("1", "0").Obj()
+	h := newHandoverOn(dgd, "Lease dynamo-operator-namespace-scope held", lws.Kind)
+	h.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment, v1alpha1.BackendLeaderWorkerSet: lwsBackend}
+	got := h.takeOver(t)
+	var scaled []string
+	for _, l := range got {
+		if strings.HasPrefix(l, "Scale ") || strings.HasPrefix(l, "DeleteWorkload ") {
+			scaled = append(scaled, l)
+		}
+	}
+	for _, want := range []string{"Scale Dynamo g-prefill-" + dynamoHash + "-0 2->1", "DeleteWorkload Dynamo g-decode-" + dynamoHash + "-0",
+		"Scale LeaderWorkerSet g-decode-"} {
+		if !slices.ContainsFunc(scaled, func(l string) bool { return strings.HasPrefix(l, want) }) {
+			t.Errorf("no %q among the scales and deletions: %v", want, scaled)
+		}
+	}
+	golden(t, "dynamo-handover-gangs", got)
+}
+
+// TestDecideDynamoHandoverShared: several live workloads of Dynamo's share one
+// (service, revision 0), which the plan counts as one: Dynamo's operator stopped midway
+// through its own rolling update (two worker hashes, 1 replica each), or an older Dynamo
+// that ran one LeaderWorkerSet per replica (`<dcd>-0`, `<dcd>-1`, one key). Each is given
+// its share of the revision's target, never the whole: at no state do a worker service's
+// workloads hold more than R + maxSurge replicas (before, every one of Dynamo's was
+// scaled to the revision's 2 in the first pass: 5 replicas of a service), and every
+// state serves.
+func TestDecideDynamoHandoverShared(t *testing.T) {
+	for _, c := range []struct {
+		name, kind string
+		second     func(s string) (name, hash string)
+	}{
+		{"two Dynamo worker hashes", "Deployment", func(s string) (string, string) { return "g-" + s + "-ffff0000", "ffff0000" }},
+		{"a LeaderWorkerSet per replica", lws.Kind, func(s string) (string, string) { return "g-" + s + "-" + dynamoHash + "-1", dynamoHash }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			d := harness.NewDGD("ns", "g").Disagg(2, 2, "img:1")
+			if c.kind == lws.Kind {
+				d = d.Multinode("prefill", 2).Multinode("decode", 2)
+			}
+			h := newHandoverOn(d.Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held", c.kind)
+			h.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment, v1alpha1.BackendLeaderWorkerSet: lwsBackend}
+			for _, s := range []string{"decode", "prefill"} {
+				name := "g-" + s + "-" + dynamoHash
+				if c.kind == lws.Kind {
+					name += "-0"
+				}
+				w := h.workloads[name]
+				w.Replicas, w.Ready, w.Updated, w.Current, w.Pods = 1, 1, 1, 1, 1
+				second := *w
+				second.Name, second.Hash = c.second(s)
+				second.UID = types.UID("uid-" + second.Name)
+				h.workloads[second.Name] = &second
+			}
+			var got []string
+			for range 30 {
+				said := h.pass(t)
+				got = append(got, said...)
+				h.serving(t, 2)
+				for _, s := range []string{"decode", "prefill"} {
+					n := int32(0)
+					for _, w := range h.workloads {
+						if w.Service == s && w.Hash != "" {
+							n += max(w.Replicas, w.Pods)
+						}
+					}
+					if n > 3 {
+						t.Fatalf("%s: %d replicas, more than 2 + maxSurge 1, after %v", s, n, said)
+					}
+				}
+				if h.dy == nil && len(said) == 1 && isStableEnsure(said[0]) {
+					break
+				}
+			}
+			if h.dy != nil {
+				t.Fatalf("the take-over did not end:\n%s", strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// takeOver plays passes until the take-over has ended and a pass writes nothing but
+// the stable services' Ensure, checking at every state that the graph serves (a ready
+// frontend, 2 ready replicas per worker service), then that nothing of Dynamo's is left
+// and its frontend Service was adopted. It returns the transcript, passes separated by
+// "--", and the final status.
+func (h *handover) takeOver(t *testing.T) []string {
+	t.Helper()
 	var got []string
 	for range 30 {
 		said := h.pass(t)
 		h.serving(t, 2)
 		got = append(append(got, said...), "--")
-		if h.dy == nil && len(said) == 1 && strings.HasPrefix(said[0], "Ensure Deployment stable[") {
+		if h.dy == nil && len(said) == 1 && isStableEnsure(said[0]) {
 			break
 		}
 	}
@@ -174,8 +286,7 @@ func TestDecideDynamoHandover(t *testing.T) {
 	}) {
 		t.Errorf("Dynamo's frontend Service was not adopted: %v", h.objects.Services)
 	}
-	got = append(got, summary(h.dgd.Status))
-	golden(t, "dynamo-handover", got)
+	return append(got, summary(h.dgd.Status))
 }
 
 // TestDecideDynamoActive: while Dynamo's operator may still act on the graph (no Lease,
@@ -192,5 +303,31 @@ func TestDecideDynamoActive(t *testing.T) {
 	}
 	if d.Requeue == 0 || d.Requeue > decide.DynamoRecheck {
 		t.Errorf("requeue %s, want within %s", d.Requeue, decide.DynamoRecheck)
+	}
+}
+
+// TestDecideDynamoUnsupported: a graph Dynamo's operator runs on its Grove pathway (its
+// PodCliqueSet of the DGD) is not taken over, Lease held or not: the pass writes nothing
+// (nothing beside Dynamo's PodCliqueSet, which would stay routed to for good) and stops
+// with ReasonDynamoTakeOverUnsupported, naming it.
+func TestDecideDynamoUnsupported(t *testing.T) {
+	for _, stopped := range []string{"", "Lease dynamo-operator-namespace-scope held"} {
+		w := newWorld(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Obj())
+		w.dgd.Finalizers = []string{decide.DynamoFinalizer}
+		s := w.snapshot()
+		s.Dynamo = &decide.Dynamo{Stopped: stopped, Finalizer: true, Unsupported: []backends.ObjectRef{{Kind: "PodCliqueSet", Name: "g", UID: "uid-g"}}}
+		d := decide.Decide(s)
+		if len(d.Writes) != 0 {
+			t.Errorf("stopped %q: writes %v, want none", stopped, d.Writes)
+		}
+		if got := condition(*d.Status, v1alpha1.ConditionReady); got != "False/"+v1alpha1.ReasonDynamoTakeOverUnsupported {
+			t.Errorf("stopped %q: Ready %s, want False/%s", stopped, got, v1alpha1.ReasonDynamoTakeOverUnsupported)
+		}
+		if c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady); c == nil || !strings.Contains(c.Message, "PodCliqueSet g") {
+			t.Errorf("stopped %q: Ready %+v does not name Dynamo's PodCliqueSet", stopped, c)
+		}
+		if d.Requeue == 0 || d.Requeue > decide.DynamoRecheck {
+			t.Errorf("requeue %s, want within %s", d.Requeue, decide.DynamoRecheck)
+		}
 	}
 }

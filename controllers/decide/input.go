@@ -68,7 +68,7 @@ func (c course) services(v *view, ro v1alpha1.RolloutSpec, workloads []Workload)
 		out = append(out, planner.ServiceSpec{
 			Name: w.Service, Role: v1alpha1.ComponentTypeWorker,
 			MaxSurge: *toIntOrPercent(ro.MaxSurge), MaxUnavailable: *toIntOrPercent(ro.MaxUnavailable),
-			UnreadyFirst: v.backend(w.Backend).RemovesUnreadyFirst,
+			UnreadyFirst: v.backendOfWorkload(w).RemovesUnreadyFirst,
 		})
 	}
 	return out

@@ -27,13 +27,56 @@ func moveWorkers(v *view, c course, d *draft) moves {
 
 // target is the planned replica count of a workload, or def when the plan has none.
 func target(h *history, plan planner.Plan, k backends.Key, def int32) int32 {
+	if t, ok := planned(h, plan, k); ok {
+		return t
+	}
+	return def
+}
+
+// planned is the plan's replica count of k's service at k's revision, if it has one.
+func planned(h *history, plan planner.Plan, k backends.Key) (int32, bool) {
 	rev := h.number(k.Hash)
 	for _, t := range plan.Targets {
 		if t.Service == k.Service && t.Revision == rev {
-			return t.Replicas
+			return t.Replicas, true
 		}
 	}
-	return def
+	return 0, false
+}
+
+// targetOf is the planned replica count of the observed worker workload w. The plan
+// counts per (service, revision), as the planner merges the workloads it is given
+// (planner.merge); most (service, revision)s have one workload, which gets the target
+// whole. Several live ones share one where Dynamo's operator left them (a take-over:
+// every worker hash of Dynamo's is revision 0, and Dynamo's operator stopped mid-way
+// through its own rolling update leaves two; an older Dynamo ran one LeaderWorkerSet
+// per replica): each keeping the target whole would scale every one of them to the
+// sum (measured before: Dynamo's 1+1 both scaled to 2, past maxSurge). The target is
+// spread over them in name order, each keeping up to its replicas, a growth going to
+// the first, so that they sum to it.
+func (v *view) targetOf(h *history, plan planner.Plan, w Workload) int32 {
+	t, ok := planned(h, plan, w.Key)
+	if !ok || w.Terminating {
+		return target(h, plan, w.Key, w.Replicas)
+	}
+	var peers []Workload
+	for _, p := range v.workers() {
+		if p.Service == w.Service && !p.Terminating && h.number(p.Hash) == h.number(w.Hash) {
+			peers = append(peers, p)
+		}
+	}
+	if len(peers) < 2 {
+		return t
+	}
+	sort.Slice(peers, func(i, j int) bool { return peers[i].Name < peers[j].Name })
+	share := map[string]int32{}
+	left := t
+	for _, p := range peers {
+		share[p.Name] = min(p.Replicas, left)
+		left -= share[p.Name]
+	}
+	share[peers[0].Name] += left
+	return share[w.Name]
 }
 
 // byRole orders writes so that a crash between two writes of one step never leaves a
@@ -68,14 +111,14 @@ func decreases(v *view, c course, plan planner.Plan, d *draft) {
 		if w.Terminating {
 			continue
 		}
-		if drains[groupOf(w.Workload)] || target(c.h, plan, w.Key, w.Replicas) < w.Replicas {
+		if drains[groupOf(w.Workload)] || v.targetOf(c.h, plan, w) < w.Replicas {
 			announceRecreate(v, c, w, d)
 		}
 		if drains[groupOf(w.Workload)] {
 			deleteWorkload(v, d, w, fmt.Sprintf("revision %d drained", c.h.number(w.Hash)))
 			continue
 		}
-		if t := target(c.h, plan, w.Key, w.Replicas); t < w.Replicas {
+		if t := v.targetOf(c.h, plan, w); t < w.Replicas {
 			scale(d, w, t)
 		}
 	}
@@ -112,7 +155,7 @@ func drainedGroups(v *view, c course, plan planner.Plan) map[string]bool {
 			continue
 		}
 		dr, seen := drained[w.Hash]
-		drained[w.Hash] = (dr || !seen) && w.Hash != goal && target(c.h, plan, w.Key, w.Replicas) == 0
+		drained[w.Hash] = (dr || !seen) && w.Hash != goal && v.targetOf(c.h, plan, w) == 0
 	}
 	// Under Recreate a Deployment or LeaderWorkerSet is scaled to zero first and deleted
 	// once drained (cleanup): the new revision starts when the old reports no pods, a
@@ -144,7 +187,7 @@ func increases(v *view, c course, plan planner.Plan, d *draft) []Workload {
 		if w.Terminating {
 			continue // gone before it is made again: the pass after its deletion creates it
 		}
-		if t := target(c.h, plan, w.Key, w.Replicas); t > w.Replicas {
+		if t := v.targetOf(c.h, plan, w); t > w.Replicas {
 			scale(d, w, t)
 		}
 	}
@@ -245,7 +288,7 @@ func cleanup(v *view, c course, plan planner.Plan, d *draft) {
 		if _, seen := drained[w.Hash]; !seen {
 			drained[w.Hash] = true
 		}
-		if target(c.h, plan, w.Key, w.Replicas) > 0 || w.Pods > 0 || w.Current > 0 {
+		if v.targetOf(c.h, plan, w) > 0 || w.Pods > 0 || w.Current > 0 {
 			drained[w.Hash] = false
 		}
 	}
@@ -269,7 +312,7 @@ func result(v *view, c course, m moves, d *draft) []Workload {
 			// Going: no replicas, but its pods still count until they are gone.
 			w.Terminating, w.Replicas, w.Ready = true, 0, 0
 		case w.Hash != "":
-			w.Replicas = target(c.h, m.plan, w.Key, w.Replicas)
+			w.Replicas = v.targetOf(c.h, m.plan, w)
 			w.Ready = min(w.Ready, w.Replicas)
 		}
 		out = append(out, w)

@@ -857,6 +857,11 @@ func stableCases(t *testing.T) []tcase {
 func dynamoCases(t *testing.T) []tcase {
 	active := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "")
 	out := []tcase{{name: "dynamo-operator-active", snap: active.snapshot()}}
+	grovePath := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held")
+	grovePath.workloads = map[string]*decide.Workload{}
+	grovePath.dy.Stable, grovePath.dy.Services, grovePath.dy.Components = nil, nil, nil
+	grovePath.dy.Unsupported = []backends.ObjectRef{{Kind: "PodCliqueSet", Name: "g", UID: "uid-g"}}
+	out = append(out, tcase{name: "dynamo-grove-unsupported", snap: grovePath.snapshot()})
 	h := newHandover(harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("1", "0").Obj(), "Lease dynamo-operator-namespace-scope held")
 	for i := range 8 {
 		out = append(out, tcase{name: fmt.Sprintf("take-over/pass-%d", i), snap: h.snapshot()})
@@ -864,6 +869,17 @@ func dynamoCases(t *testing.T) []tcase {
 			break
 		}
 		h.pass(t)
+	}
+	// Multinode workers Dynamo's operator ran as LeaderWorkerSets (`<dcd>-0`, gangs of 2).
+	g := newHandoverOn(disagg(2, 2).Multinode("prefill", 2).Multinode("decode", 2).Rollout("1", "0").Obj(),
+		"Lease dynamo-operator-namespace-scope held", lws.Kind)
+	g.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment, v1alpha1.BackendLeaderWorkerSet: lwsBackend}
+	for i := range 8 {
+		out = append(out, tcase{name: fmt.Sprintf("take-over-gangs/pass-%d", i), snap: g.snapshot()})
+		if g.dy == nil {
+			break
+		}
+		g.pass(t)
 	}
 	return out
 }

@@ -86,10 +86,18 @@ func (s *Snapshot) backend(kind string) backends.Description {
 			return b
 		}
 	}
-	if kind == DynamoBackend { // Dynamo's Deployments: a ReplicaSet removes unready pods first
-		return backends.Description{Kind: kind, RemovesUnreadyFirst: true}
-	}
 	return backends.Description{Kind: kind}
+}
+
+// backendOfWorkload is the description of the backend w runs on. Dynamo's workloads
+// (DynamoBackend) are none of a backend's, but scale down as the objects they are do:
+// a Deployment's ReplicaSet removes unready pods first, a LeaderWorkerSet's StatefulSet
+// the highest index whatever its readiness.
+func (s *Snapshot) backendOfWorkload(w Workload) backends.Description {
+	if w.Backend == DynamoBackend {
+		return backends.Description{Kind: DynamoBackend, RemovesUnreadyFirst: w.Kind == "Deployment"}
+	}
+	return s.backend(w.Backend)
 }
 
 // name is the name of the workload of key on the backend of that kind: from the

@@ -431,11 +431,14 @@ func managerOptions(cfg *rest.Config, o Options) (ctrl.Options, error) {
 // operator's label (backends.RelabelOwned: made by an operator before issue 23, or
 // stripped while none ran), before the manager's cache starts, so its first list finds
 // them and no pass ever runs without them. Every replica runs it, leader or not: it
-// only adds the label to objects a DGD controls, which any leader would add too.
+// only adds the label to objects a DGD controls, which any leader would add too. A
+// PodCliqueSet Dynamo's own operator made for a DGD (controlled by the DGD too) is left
+// alone (grove.NotOurs): the operator never takes another controller's object for its
+// own.
 func relabelOwned(mgr ctrl.Manager, namespaces []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), relabelTimeout)
 	defer cancel()
-	n, err := backends.RelabelOwned(ctx, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetScheme(), namespaces,
+	n, err := backends.RelabelOwnedExcept(ctx, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetScheme(), namespaces, grove.NotOurs,
 		&appsv1.Deployment{}, &appsv1.ControllerRevision{}, &lwsv1.LeaderWorkerSet{}, &grovev1.PodCliqueSet{})
 	if err != nil {
 		return fmt.Errorf("labelling the objects DGDs control: %w", err)

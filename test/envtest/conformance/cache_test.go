@@ -19,6 +19,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 )
 
@@ -126,16 +127,27 @@ var _ = Describe("objects a DGD controls without the operator's label", func() {
 			Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: pod.Labels}, Template: pod}}
 		rev := &appsv1.ControllerRevision{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-graph-abc", OwnerReferences: dgdRef()},
 			Revision: 1, Data: runtime.RawExtension{Raw: []byte(`{}`)}}
-		for _, o := range []client.Object{old, theirs, rev} {
+		// PodCliqueSets the DGD controls: one of ours (grove.AnnotationCliques) of before
+		// the label, and the one Dynamo's own operator makes for the DGD, named after it,
+		// with the DGD spec's labels and annotations only (GenerateGrovePodCliqueSet): never
+		// labelled as ours (grove.NotOurs), or the cache would show it to the Grove backend.
+		pcs := func(name string, annotations map[string]string) *grovev1.PodCliqueSet {
+			return &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, OwnerReferences: dgdRef(), Annotations: annotations},
+				Spec: grovev1.PodCliqueSetSpec{Replicas: 1, Template: grovev1.PodCliqueSetTemplateSpec{
+					Cliques: []*grovev1.PodCliqueTemplateSpec{{Name: "c", Spec: grovev1.PodCliqueSpec{RoleName: "c", Replicas: 1, PodSpec: pod.Spec}}}}}}
+		}
+		oldSet := pcs("old-graph-1", map[string]string{grove.AnnotationCliques: `{"Frontend":{"clique":"c"}}`})
+		dynamoSet := pcs("old-graph", map[string]string{"team": "a"})
+		for _, o := range []client.Object{old, theirs, rev, oldSet, dynamoSet} {
 			Expect(env.Client.Create(ctx, o)).To(Succeed())
 		}
-		theirsRV := theirs.ResourceVersion
+		theirsRV, dynamoRV := theirs.ResourceVersion, dynamoSet.ResourceVersion
 
-		n, err := backends.RelabelOwned(ctx, env.Client, env.Client, app.NewScheme(), nil,
+		n, err := backends.RelabelOwnedExcept(ctx, env.Client, env.Client, app.NewScheme(), nil, grove.NotOurs,
 			&appsv1.Deployment{}, &appsv1.ControllerRevision{}, &lwsv1.LeaderWorkerSet{}, &grovev1.PodCliqueSet{})
 		Expect(err).NotTo(HaveOccurred())
-		Expect(n).To(BeNumerically(">=", 2)) // other specs' namespaces hold none, but run in any order
-		for _, o := range []client.Object{old, rev} {
+		Expect(n).To(BeNumerically(">=", 3)) // other specs' namespaces hold none, but run in any order
+		for _, o := range []client.Object{old, rev, oldSet} {
 			Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 			Expect(o.GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue), o.GetName())
 			Expect(o.GetLabels()).To(HaveKeyWithValue(v1alpha1.LabelGraph, "old-graph"), o.GetName())
@@ -143,6 +155,8 @@ var _ = Describe("objects a DGD controls without the operator's label", func() {
 		Expect(old.Labels).To(HaveKeyWithValue("team", "a"), "its other labels are kept")
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), theirs)).To(Succeed())
 		Expect(theirs.ResourceVersion).To(Equal(theirsRV), "a Deployment no DGD controls is not written")
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(dynamoSet), dynamoSet)).To(Succeed())
+		Expect(dynamoSet.ResourceVersion).To(Equal(dynamoRV), "Dynamo's PodCliqueSet of the DGD is not written")
 		n, err = backends.RelabelOwned(ctx, env.Client, env.Client, app.NewScheme(), nil, &appsv1.Deployment{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(n).To(BeZero(), "a second run finds nothing to do")
