@@ -570,6 +570,9 @@ type DynamoGraphDeploymentStatus struct {
 	// Services by name.
 	// +optional
 	Services map[string]ServiceStatus `json:"services,omitempty"`
+	// Restart is the restart spec.restart.id asked for, as Dynamo reports it.
+	// +optional
+	Restart *RestartStatus `json:"restart,omitempty"`
 }
 
 // DynamoGraphDeployment is a Dynamo inference graph whose worker services are rolled

@@ -301,6 +301,9 @@ type DynamoGraphDeploymentStatus struct {
 	// Components by name.
 	// +optional
 	Components map[string]v1alpha1.ServiceStatus `json:"components,omitempty"`
+	// Restart is the restart spec.restart.id asked for, as Dynamo reports it.
+	// +optional
+	Restart *v1alpha1.RestartStatus `json:"restart,omitempty"`
 }
 
 // DynamoGraphDeployment is a Dynamo inference graph whose worker components are rolled
