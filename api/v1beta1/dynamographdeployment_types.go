@@ -63,7 +63,9 @@ type DynamoGraphDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=sglang;vllm;trtllm
 	BackendFramework string `json:"backendFramework,omitempty"`
-	// Restart requests a restart of the graph (Dynamo's field, kept as given).
+	// Restart requests a restart of the graph (Dynamo's field, kept as given): a new id
+	// puts nvidia.com/restartAt on every component's pod template, so workers roll to a
+	// new revision under spec.rollout and other components update in place.
 	// +optional
 	Restart *v1alpha1.Raw `json:"restart,omitempty"`
 	// TopologyConstraint is Dynamo's graph topology constraint.
