@@ -16,6 +16,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/decide"
+	"github.com/dgd-rollout/operator/revisions"
 )
 
 // observe reads everything one pass of dgd decides from into a snapshot, and writes
@@ -77,7 +78,7 @@ func (r *Reconciler) observeWorkloads(ctx context.Context, dgd *v1alpha1.DynamoG
 		seen[w.Key] = true
 	}
 	for _, b := range r.Backends.All() {
-		ws, err := b.Observe(ctx, dgd)
+		ws, err := b.Observe(ctx, revisions.WithRestart(dgd)) // what decide renders (a stable workload's Outdated)
 		if err != nil {
 			return nil, nil, err
 		}

@@ -48,14 +48,20 @@ type RevisionData struct {
 	// Restore brings every service back. Revisions made by operators before it record
 	// the worker services only, and restore only those.
 	WholeGraph bool `json:"wholeGraph,omitempty"`
+	// RestartID is the restart id the services carry in v1alpha1.AnnotationRestartAt
+	// (WithRestart), for reference and so that Restore takes it out again; "" when
+	// the DGD had none.
+	RestartID string `json:"restartID,omitempty"`
 }
 
-// NewRevisionData returns the revision data of dgd: every service, graph envs, backend,
-// framework, the DGD annotations that reach worker pods, and the renderer's version. It
+// NewRevisionData returns the revision data of dgd: every service (with the restart
+// annotation, WithRestart), graph envs, backend, framework, the DGD annotations that
+// reach worker pods, and the renderer's version. It
 // shares pointers with dgd; it is meant to be encoded at once.
 func NewRevisionData(dgd *v1alpha1.DynamoGraphDeployment) RevisionData {
+	dgd = WithRestart(dgd)
 	d := RevisionData{Envs: dgd.Spec.Envs, Backend: dgd.Spec.Backend, BackendFramework: dgd.Spec.BackendFramework,
-		RenderVersion: render.RenderVersion, WholeGraph: true}
+		RenderVersion: render.RenderVersion, WholeGraph: true, RestartID: dgd.RestartID()}
 	for _, k := range render.PodAnnotationKeys() {
 		if v, ok := dgd.Annotations[k]; ok {
 			if d.Annotations == nil {
@@ -122,7 +128,7 @@ func RevisionName(dgdName, hash string) string {
 // template of dgd as revision number revision, named by its graph hash (GraphHash) and
 // labelled with its worker hash (Hash), both with collisionCount. Labels: LabelGraph,
 // LabelWorkerHash and LabelManagedBy; the DGD's kubernetes.io/change-cause annotation,
-// if any, is copied. It sets no owner reference: Interface.Create does.
+// if any, is copied, else a new restart's (NewRestart) is "restart <id>". It sets no owner reference: Interface.Create does.
 func NewRevision(dgd *v1alpha1.DynamoGraphDeployment, revision int64, collisionCount *int32) (*appsv1.ControllerRevision, error) {
 	data := NewRevisionData(dgd)
 	raw, err := json.Marshal(data)
@@ -146,6 +152,8 @@ func NewRevision(dgd *v1alpha1.DynamoGraphDeployment, revision int64, collisionC
 	}
 	if cause, ok := dgd.Annotations[v1alpha1.AnnotationChangeCause]; ok {
 		rev.Annotations = map[string]string{v1alpha1.AnnotationChangeCause: cause}
+	} else if id := NewRestart(dgd); id != "" {
+		rev.Annotations = map[string]string{v1alpha1.AnnotationChangeCause: "restart " + id}
 	}
 	return rev, nil
 }

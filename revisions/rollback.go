@@ -26,7 +26,9 @@ import (
 //   - Graph-level spec.envs and spec.backend are restored from rev; every other spec
 //     field (rollout, revisionHistoryLimit...) is kept.
 //
-// The worker template of the result equals rev's (so Hash of it with rev's collision
+// The restart annotation a revision's services carry (RevisionData.RestartID) is not
+// restored: the restart id is spec.restart's, kept as it is now. The worker template of
+// the result with the same restart id equals rev's (so Hash of it with rev's collision
 // count is HashOf(rev)). dgd is not modified.
 func Restore(dgd *v1alpha1.DynamoGraphDeployment, rev *appsv1.ControllerRevision) (*v1alpha1.DynamoGraphDeploymentSpec, error) {
 	data, err := DecodeRevisionData(rev)
@@ -46,6 +48,7 @@ func Restore(dgd *v1alpha1.DynamoGraphDeployment, rev *appsv1.ControllerRevision
 			continue
 		}
 		restored := s.DeepCopy()
+		withoutRestart(restored, data.RestartID)
 		if now, ok := current[name]; ok && now != nil {
 			restored.Replicas = now.Replicas
 		}

@@ -357,6 +357,7 @@ func statusToHub(in *v1alpha1.DynamoGraphDeploymentStatus, out *v1beta1.DynamoGr
 		UpdateRevisionNumber: in.UpdateRevisionNumber, CollisionCount: clonePtr(in.CollisionCount),
 		Replicas: in.Replicas, ReadyReplicas: in.ReadyReplicas, UpdatedReplicas: in.UpdatedReplicas,
 		AvailableReplicas: in.AvailableReplicas, UpdatedReadyReplicas: in.UpdatedReadyReplicas, Ready: in.Ready,
+		Restart: in.Restart.DeepCopy(),
 	}
 	for k, v := range in.Services {
 		if out.Components == nil {
@@ -379,6 +380,7 @@ func statusFromHub(in *v1beta1.DynamoGraphDeploymentStatus, out *v1alpha1.Dynamo
 		UpdateRevisionNumber: in.UpdateRevisionNumber, CollisionCount: clonePtr(in.CollisionCount),
 		Replicas: in.Replicas, ReadyReplicas: in.ReadyReplicas, UpdatedReplicas: in.UpdatedReplicas,
 		AvailableReplicas: in.AvailableReplicas, UpdatedReadyReplicas: in.UpdatedReadyReplicas, Ready: in.Ready,
+		Restart: in.Restart.DeepCopy(),
 	}
 	for k, v := range in.Components {
 		if out.Services == nil {

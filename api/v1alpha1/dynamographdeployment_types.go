@@ -272,9 +272,12 @@ type DynamoGraphDeploymentSpec struct {
 	// topologyProfile to clusterTopologyName).
 	// +optional
 	TopologyConstraint *SpecTopologyConstraint `json:"topologyConstraint,omitempty"`
-	// ProviderOverride, Restart and Experimental are Dynamo's, kept as given.
+	// ProviderOverride and Experimental are Dynamo's, kept as given.
 	// +optional
 	ProviderOverride *Raw `json:"providerOverride,omitempty"`
+	// Restart is Dynamo's {id, strategy}, kept as given: a new id puts
+	// nvidia.com/restartAt on every service's pod template, so workers roll to a new
+	// revision under spec.rollout and other services update in place.
 	// +optional
 	Restart *Raw `json:"restart,omitempty"`
 	// +optional
@@ -588,6 +591,9 @@ type DynamoGraphDeploymentStatus struct {
 	// Services by name.
 	// +optional
 	Services map[string]ServiceStatus `json:"services,omitempty"`
+	// Restart is the restart spec.restart.id asked for, as Dynamo reports it.
+	// +optional
+	Restart *RestartStatus `json:"restart,omitempty"`
 }
 
 // DynamoGraphDeployment is a Dynamo inference graph whose worker services are rolled

@@ -117,6 +117,16 @@ const (
 	// EventRolloutStepsSkipped: the spec went back to the stable revision's workers (an
 	// undo during a canary): they return at once, without the steps.
 	EventRolloutStepsSkipped = "RolloutStepsSkipped"
+	// EventRestartStarted: a new spec.restart.id started a restart of every component
+	// (its id, the revision it rolls to, how the strategy maps onto the rollout).
+	EventRestartStarted = "RestartStarted"
+	// EventRestartCompleted: every component runs the restarted template.
+	EventRestartCompleted = "RestartCompleted"
+	// EventRestartSuperseded: another id or a spec change came before the restart
+	// completed (the newer rollout replaces the same pods).
+	EventRestartSuperseded = "RestartSuperseded"
+	// EventRestartFailed (Warning): the rollout the restart started was aborted or failed.
+	EventRestartFailed = "RestartFailed"
 )
 
 // ReasonDynamoOperatorActive (Ready False, Stalled True): the DGD still runs workloads

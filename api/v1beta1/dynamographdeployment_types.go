@@ -63,7 +63,9 @@ type DynamoGraphDeploymentSpec struct {
 	// +optional
 	// +kubebuilder:validation:Enum=sglang;vllm;trtllm
 	BackendFramework string `json:"backendFramework,omitempty"`
-	// Restart requests a restart of the graph (Dynamo's field, kept as given).
+	// Restart requests a restart of the graph (Dynamo's field, kept as given): a new id
+	// puts nvidia.com/restartAt on every component's pod template, so workers roll to a
+	// new revision under spec.rollout and other components update in place.
 	// +optional
 	Restart *v1alpha1.Raw `json:"restart,omitempty"`
 	// TopologyConstraint is Dynamo's graph topology constraint.
@@ -301,6 +303,9 @@ type DynamoGraphDeploymentStatus struct {
 	// Components by name.
 	// +optional
 	Components map[string]v1alpha1.ServiceStatus `json:"components,omitempty"`
+	// Restart is the restart spec.restart.id asked for, as Dynamo reports it.
+	// +optional
+	Restart *v1alpha1.RestartStatus `json:"restart,omitempty"`
 }
 
 // DynamoGraphDeployment is a Dynamo inference graph whose worker components are rolled

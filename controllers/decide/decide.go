@@ -96,14 +96,15 @@ func pruneNext(v *view, h *history, d *draft) {
 // next pass reads past the cache if need be (controllers' fresh).
 const pruneAfter = 100 * time.Millisecond
 
-// status is the status the pass leaves: counts, revisions, the rolling update and the
-// conditions.
+// status is the status the pass leaves: counts, revisions, the rolling update, the
+// restart and the conditions.
 func status(v *view, l leaves, unsched map[string]string, d *draft) *v1alpha1.DynamoGraphDeploymentStatus {
 	st := v.dgd.Status.DeepCopy()
 	st.ObservedGeneration = v.dgd.Generation
 	counts(v, l.c.h, l.res, unsched, st, d)
 	revisionsOf(l.c.h, l.a.abort != nil, l.after.Done, st)
 	rollingUpdate(v, l, st, d)
+	restart(v, l, st, d)
 	conditions(v, l, st, d)
 	return st
 }

@@ -49,6 +49,7 @@ func init() {
 		{"unschedulable", unschedulableCases},
 		{"stable", stableCases},
 		{"dynamo", dynamoCases},
+		{"restart", restartCases},
 	}
 }
 
@@ -882,4 +883,57 @@ func dynamoCases(t *testing.T) []tcase {
 		g.pass(t)
 	}
 	return out
+}
+
+// setRestart sets spec.restart to raw JSON (Dynamo's {id, strategy}), or removes it.
+func setRestart(raw string) change {
+	return func(d *v1alpha1.DynamoGraphDeployment) {
+		if raw == "" {
+			d.Spec.Restart = nil
+			return
+		}
+		d.Spec.Restart = &v1alpha1.Raw{}
+		d.Spec.Restart.Raw = []byte(raw)
+	}
+}
+
+// restartCases: spec.restart.id on a running graph (every component to a new revision:
+// workers rolled, the frontend updated in place), from start to completion, under each
+// strategy; the same id again and spec.restart removed (nothing rolls); superseded by
+// another id and by a spec change; failed by an abort; an id set at creation.
+func restartCases(t *testing.T) []tcase {
+	var out []tcase
+	for _, st := range []struct{ name, raw string }{
+		{"sequential", `{"id":"r1"}`},
+		{"sequential-order", `{"id":"r1","strategy":{"type":"Sequential","order":["Frontend","decode","prefill"]}}`},
+		{"parallel", `{"id":"r1","strategy":{"type":"Parallel"}}`},
+	} {
+		w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
+		vs := []variant{allReady}
+		if st.name == "sequential" {
+			vs = rolloutVariants
+		}
+		out = append(out, walk(t, w, st.name, setRestart(st.raw), vs)...)
+		if st.name == "sequential" {
+			out = append(out, walk(t, w, st.name+"/same-id-again", setRestart(st.raw), []variant{allReady})...)
+			out = append(out, walk(t, w, st.name+"/removed", setRestart(""), []variant{allReady})...)
+		}
+	}
+	// Superseded before it completed: by another id, by a spec change.
+	for name, next := range map[string]change{"by-id": setRestart(`{"id":"r2"}`), "by-image": newImage} {
+		w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
+		w.edit(setRestart(`{"id":"r1"}`))
+		w.step(t, false)
+		out = append(out, walk(t, w, "superseded-"+name, next, []variant{allReady})...)
+	}
+	// Failed: its rollout aborted at a partition.
+	w := settledWorld(t, disagg(2, 2).Rollout("1", "0").Obj())
+	walk(t, w, "", both(setRestart(`{"id":"r1"}`), setPartition("50%")), nil)
+	out = append(out, walk(t, w, "aborted", annotate(v1alpha1.AnnotationAbort, "2/1"), []variant{allReady})...)
+	// Set when the DGD was created (Dynamo's admission refuses it; v1alpha1 may carry it).
+	w = newWorld(disagg(2, 2).Rollout("1", "0").Obj())
+	setRestart(`{"id":"at-create"}`)(w.dgd)
+	s, _ := w.decideFor(t)
+	out = append(out, cases("at-create", s, []variant{allReady})...)
+	return sortCases(out)
 }

@@ -246,6 +246,9 @@ func printSnapshot(b *strings.Builder, s *decide.Snapshot) {
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(b, "  rollout: %s\n", showRollout(dgd))
+	if dgd.Spec.Restart != nil {
+		fmt.Fprintf(b, "  spec.restart: %s\n", dgd.Spec.Restart.Raw)
+	}
 	for _, k := range sortedStrings(dgd.Annotations) {
 		fmt.Fprintf(b, "  annotation %s=%s\n", k, dgd.Annotations[k])
 	}
@@ -433,6 +436,9 @@ func printStatus(b *strings.Builder, st *v1alpha1.DynamoGraphDeploymentStatus, s
 					m.Name, m.Phase, m.Successful, m.Failed, m.Inconclusive, m.Error, m.ConsecutiveError, len(m.Measurements), m.Message)
 			}
 		}
+	}
+	if r := st.Restart; r != nil {
+		fmt.Fprintf(b, "  restart: %s id %q revision %s in progress %v: %s\n", r.Phase, r.ObservedID, r.Revision, r.InProgress, r.Message)
 	}
 	printConditions(b, "  ", st, seen)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/revisions"
 )
 
 // view is the snapshot as Decide reads it: the backend of every service resolved once,
@@ -22,12 +23,13 @@ type view struct {
 // validBudget matches a maxSurge / maxUnavailable annotation value: "2" or "25%".
 var validBudget = regexp.MustCompile(`^[0-9]+%?$`)
 
-// newView picks every service's backend and checks the spec as far as it can be
+// newView reads the DGD as its pods are rendered (revisions.WithRestart: a restart id
+// on every service's annotations), picks every service's backend and checks the spec as far as it can be
 // checked before anything is written: a service whose backend is not available, a
 // budget annotation that is no count or percentage, what render refuses, a backend's
 // own limits. A problem is InvalidSpec.
 func newView(s *Snapshot, needs *Needs) (*view, string) {
-	v := &view{Snapshot: s, dgd: s.DGD, backendOf: map[string]backends.Description{}, needs: needs}
+	v := &view{Snapshot: s, dgd: revisions.WithRestart(s.DGD), backendOf: map[string]backends.Description{}, needs: needs}
 	for _, name := range v.dgd.ServiceNames() {
 		svc := v.dgd.Spec.Services[name]
 		b, err := backends.Choose(s.Backends, v.dgd, svc)

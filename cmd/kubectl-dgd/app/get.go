@@ -261,8 +261,20 @@ func header(l *live, revs map[string]*revision, st style, root *node) [][2]strin
 	for i, line := range analysisSummary(ru, len(rollout.Steps)) {
 		fields = append(fields, [2]string{map[bool]string{true: "Analysis:"}[i == 0], line})
 	}
+	if r := d.Status.Restart; r != nil {
+		fields = append(fields, [2]string{"Restart:", restartLine(r)})
+	}
 	return append(fields, [2]string{"Ready:", or(d.Status.Ready, none)},
 		[2]string{"Replicas:", fmt.Sprintf("%d current, %d updated, %d ready (worker services)", d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas)})
+}
+
+// restartLine is status.restart in short: "r1 Restarting (Frontend, decode)".
+func restartLine(r *v1alpha1.RestartStatus) string {
+	line := fmt.Sprintf("%s %s", r.ObservedID, r.Phase)
+	if len(r.InProgress) > 0 {
+		line += " (" + strings.Join(r.InProgress, ", ") + ")"
+	}
+	return line
 }
 
 // stepWithKind is "N/M (Kind)", 1-based, from the status's step fields; "M/M (done)"

@@ -275,6 +275,7 @@ func TestGetDeployment(t *testing.T) {
 		w.status(svc, 1, backends.WorkloadName("vllm", svc, "aaaa1111"), 1, 1)
 	}
 	w.dgd.Status.Ready, w.dgd.Status.Replicas, w.dgd.Status.UpdatedReplicas, w.dgd.Status.ReadyReplicas = "3/5", 4, 2, 2
+	w.dgd.Status.Restart = &v1alpha1.RestartStatus{ObservedID: "r1", Phase: v1alpha1.RestartPhaseRestarting, InProgress: []string{"decode", "prefill"}}
 	w.dgd.Status.RollingUpdate.Analyses = []v1alpha1.AnalysisStatus{{Step: 0, Phase: v1alpha1.AnalysisSuccessful, Metrics: []v1alpha1.MetricStatus{
 		{Name: "ttft-ratio", Phase: v1alpha1.AnalysisSuccessful, Successful: 1, Measurements: []v1alpha1.Measurement{{Phase: v1alpha1.MeasurementSuccessful, Value: "1.0000000000000002"}}}}}}
 	expectGolden(t, "get-deployment", w.view(t, plainStyle))

@@ -10,22 +10,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// warningRestartIgnored is printed after every restart: this operator keeps spec.restart
-// (it converts it between versions) but does not act on it.
-const warningRestartIgnored = "Warning: this operator does not act on spec.restart yet: no pod is restarted. " +
-	"To replace every worker pod, roll out a new revision (for example \"kubectl dgd set image\").\n"
-
 func newRestartCommand(c *cli) *cobra.Command {
 	var id string
 	cmd := &cobra.Command{
 		Use:   "restart NAME [--id=ID]",
 		Short: "Request a restart of a DynamoGraphDeployment (Dynamo's spec.restart)",
 		Long: "Set spec.restart.id to a new value (by default the current time, RFC 3339), Dynamo's way\n" +
-			"to ask for a restart of every component: Dynamo's operator restarts them when the id\n" +
-			"changes (spec.restart.strategy, kept as it is, orders them). This operator does not act\n" +
-			"on spec.restart yet: it stores and converts the field, and restarts nothing. The command\n" +
-			"exists so that a graph moved from Dynamo's operator keeps its workflow; it says so on\n" +
-			"every run.",
+			"to ask for a restart of every component. The operator puts the id on every component's\n" +
+			"pod template (nvidia.com/restartAt): the worker services roll to a new revision under\n" +
+			"spec.rollout (budgets, lockstep, steps, analysis), the other components update in place.\n" +
+			"status.restart follows it (Restarting, Completed, Superseded or Failed); follow it with\n" +
+			"\"kubectl dgd rollout status NAME\". spec.restart.strategy is kept as it is: workers always\n" +
+			"roll together in lockstep, so a Sequential order is not honoured one component at a time\n" +
+			"(the RestartStarted Event says so).",
 		Example: "  kubectl dgd restart vllm-disagg\n" +
 			"  kubectl dgd restart vllm-disagg --id=after-driver-upgrade",
 		Args:              exactlyOneName,
@@ -38,11 +35,7 @@ func newRestartCommand(c *cli) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if err := s.restart(cmd.Context(), c.streams.Out, args[0], id); err != nil {
-				return err
-			}
-			_, err = fmt.Fprint(c.streams.ErrOut, warningRestartIgnored)
-			return err
+			return s.restart(cmd.Context(), c.streams.Out, args[0], id)
 		},
 	}
 	cmd.Flags().StringVar(&id, "id", "", "The restart id to set (default: the current time, RFC 3339)")

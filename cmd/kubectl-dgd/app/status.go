@@ -181,6 +181,9 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 			lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s: %s...\n", name, msg))
 		}
 	}
+	if r := dgd.Status.Restart; r != nil && r.Phase == v1alpha1.RestartPhaseRestarting && len(r.InProgress) > 0 {
+		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: restart %s: %s still restarting...\n", r.ObservedID, strings.Join(r.InProgress, ", ")))
+	}
 	if len(lines) > 0 {
 		return lines, false, nil
 	}

@@ -101,6 +101,20 @@ func TestRolloutStatus(t *testing.T) {
 			}),
 			lines: []string{"Waiting for rollout to finish: the API server forbids a write, retrying: details...\n"},
 		},
+		"a restart whose frontend still rolls waits for it": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.Restart = &v1alpha1.RestartStatus{ObservedID: "r1", Phase: v1alpha1.RestartPhaseRestarting, InProgress: []string{"Frontend"}}
+			}),
+			lines: []string{"Waiting for rollout to finish: restart r1: Frontend still restarting...\n"},
+		},
+		"a completed restart is done": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.RollingUpdate.Phase = v1alpha1.RolloutCompleted
+				st.Restart = &v1alpha1.RestartStatus{ObservedID: "r1", Phase: v1alpha1.RestartPhaseCompleted}
+			}),
+			lines: []string{"dynamographdeployment \"g\" successfully rolled out\n"},
+			done:  true,
+		},
 		"new replicas not all created": {
 			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
 				st.Services["prefill"] = v1alpha1.ServiceStatus{Replicas: 5, Workloads: []v1alpha1.WorkloadStatus{

@@ -116,7 +116,7 @@ var _ = Describe("shell completion", func() {
 })
 
 var _ = Describe("restart", func() {
-	It("sets Dynamo's spec.restart.id, keeps the strategy, and warns that this operator ignores it", func() {
+	It("sets Dynamo's spec.restart.id and keeps the strategy; the operator acts on it (no warning)", func() {
 		ns := newNamespace()
 		deploy(harness.NewDGD(ns, "rs").Disagg(1, 1, "vllm:v1").Obj())
 		t := &transcript{ns: ns}
@@ -131,7 +131,20 @@ var _ = Describe("restart", func() {
 		t.fails("restart", "nope")
 		expectGolden("restart", t.String())
 
-		out, err := kubectlDGD(ns, "restart", "rs")
+		By("the operator acts on the last id: status.restart Completed, rollout status done")
+		_, err := env.Drive(ctx, ns, "rs", -1, 40, func(s harness.Snapshot) bool {
+			r := s.DGD.Status.Restart
+			return s.Completed() && r != nil && r.ObservedID == "second" && r.Phase == v1alpha1.RestartPhaseCompleted
+		})
+		Expect(err).NotTo(HaveOccurred())
+		out, err := kubectlDGD(ns, "rollout", "status", "rs")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(ContainSubstring("successfully rolled out"))
+		out, err = kubectlDGD(ns, "get", "rs")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(out).To(MatchRegexp(`Restart: +second Completed`))
+
+		out, err = kubectlDGD(ns, "restart", "rs")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(out).To(MatchRegexp(`restart requested \(id "\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"\)`), "the default id is the time")
 	})
