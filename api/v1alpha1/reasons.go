@@ -141,3 +141,11 @@ const ReasonDynamoOperatorActive = "DynamoOperatorActive"
 // Dynamo's PodCliqueSet of the DGD): it writes nothing, neither beside them nor over
 // them, while they run (docs/moving-over.md, "Not yet").
 const ReasonDynamoTakeOverUnsupported = "DynamoTakeOverUnsupported"
+
+// EventDynamoIngressHeld (Warning): a take-over has drained Dynamo's workloads, but an
+// Ingress Dynamo's operator made for the graph (its operator's default ingress, or a
+// services.<name>.ingress the spec no longer has) is not rendered by this DGD: deleting
+// Dynamo's DCDs would take it away with them (garbage collector), so the take-over
+// holds before that until the spec renders it (it is then adopted) or someone deletes
+// it (docs/moving-over.md).
+const EventDynamoIngressHeld = "DynamoIngressHeld"

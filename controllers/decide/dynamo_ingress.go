@@ -1,0 +1,98 @@
+package decide
+
+import (
+	"fmt"
+
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
+)
+
+// Dynamo's Ingress in the take-over. On its component pathway Dynamo's DCD controller
+// renders a frontend's Ingress under the DCD's name, NormalizeKubeResourceName(dcd) =
+// `<dgd>-<lower(component)>`, which is ours too (`{dgd}-{service}`); it carries no
+// label, only SyncResource's annotations nvidia.com/last-applied-hash and
+// -generation, and the DCD as controller; its one rule is `[hostPrefix]host.<suffix>`,
+// path / (Prefix), to the Service of the same name on port 8000
+// (ai-dynamo/dynamo deploy/operator/internal/controller/
+// dynamocomponentdeployment_controller.go createOrUpdateOrDeleteIngress,
+// generateIngress; internal/dynamo/graph.go GenerateComponentIngress). The garbage
+// collector deletes it with its DCD: left there, the frontend's host would have no
+// Ingress from the DCD's deletion until ours is created in a later pass. So it is
+// adopted, in one write, long before the DCDs go (releaseDynamo): the DGD becomes its
+// controller in place of the DCD, and its labels, annotations and spec become ours
+// (render.Component.Ingress: the same rule from the same services.<name>.ingress). The
+// update carries the UID and resourceVersion observed: a changed or re-created
+// Ingress makes it fail, and the pass retries from a fresh read. The collector judges an
+// object by its owner references as the API server has them when it acts
+// (garbagecollector.attemptToDeleteItem reads the object again): once the DGD, which
+// exists, is its controller, the DCD's deletion leaves it alone.
+
+// adoptDynamoIngress decides the adoption of Dynamo's Ingress under want's name, and
+// reports whether there is one.
+func adoptDynamoIngress(v *view, d *draft, want *networkingv1.Ingress) bool {
+	if v.Dynamo == nil {
+		return false
+	}
+	for i := range v.Dynamo.Ingresses {
+		have := &v.Dynamo.Ingresses[i]
+		if have.Name != want.Name {
+			continue
+		}
+		ing := have.DeepCopy()
+		takeControl(v.dgd, ing)
+		copyInto(ing, want)
+		d.write(Write{Op: UpdateObject, Object: ing, Kind: "Ingress",
+			Say: []string{fmt.Sprintf("adopted Ingress %s (host %s) from Dynamo's operator", want.Name, ingressHosts(want))}})
+		d.requeueIn(DynamoRecheck)
+		return true
+	}
+	return false
+}
+
+// takeControl makes the DGD obj's controller in place of the one it has (Dynamo's DCD),
+// keeping its other owners.
+func takeControl(dgd *v1alpha1.DynamoGraphDeployment, obj metav1.Object) {
+	var refs []metav1.OwnerReference
+	for _, r := range obj.GetOwnerReferences() {
+		if !ptr.Deref(r.Controller, false) && r.UID != dgd.UID {
+			refs = append(refs, r)
+		}
+	}
+	obj.SetOwnerReferences(append(refs, *metav1.NewControllerRef(dgd, v1alpha1.GroupVersion.WithKind(dgdKind))))
+}
+
+// ingressHosts names the hosts of an Ingress's rules.
+func ingressHosts(ing *networkingv1.Ingress) string {
+	hosts := ""
+	for i, r := range ing.Spec.Rules {
+		if i > 0 {
+			hosts += ", "
+		}
+		hosts += r.Host
+	}
+	return hosts
+}
+
+// heldByIngress reports whether the end of the take-over waits for an Ingress of
+// Dynamo's that the DGD does not render (want: "Ingress/<name>"): Dynamo's operator
+// also renders a frontend Ingress from its own configuration (ingress controller class
+// and host suffix: internal/dynamo/graph.go GenerateDefaultIngressSpec, used by
+// dcdIngressSpec when the DGD sets none), which no spec of ours says. Deleting the
+// DCDs would have the garbage collector delete it, and the graph's external host with
+// it; so the DCDs stay, with a Warning Event, until the spec renders it (adopted) or
+// someone deletes it.
+func heldByIngress(v *view, d *draft, want map[string]bool) bool {
+	for i := range v.Dynamo.Ingresses {
+		ing := &v.Dynamo.Ingresses[i]
+		if want["Ingress/"+ing.Name] {
+			continue
+		}
+		d.event("Warning", v1alpha1.EventDynamoIngressHeld, fmt.Sprintf("the take-over of %s/%s waits before deleting Dynamo's %ss: Ingress %s (host %s) is Dynamo's and this DGD does not render it, so their deletion would take it away; set services.<frontend>.ingress to its host (it is then adopted) or delete it",
+			v.dgd.Namespace, v.dgd.Name, DCDKind, ing.Name, ingressHosts(ing)))
+		return true
+	}
+	return false
+}
