@@ -77,7 +77,7 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	for _, d := range dcds {
 		dy.Components = append(dy.Components, d.Name)
 	}
-	if dy.Ingresses, err = r.dynamoIngresses(ctx, dgd, dcds); err != nil {
+	if err := r.dynamoExposure(ctx, dgd, dcds, dy); err != nil {
 		return nil, nil, err
 	}
 	if dy.Stopped, err = r.dynamoStopped(ctx, dgd, len(dcds) == 0 && !byDCD); err != nil {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/controllers/decide"
@@ -64,5 +65,38 @@ func TestDynamoIngresses(t *testing.T) {
 	slices.Sort(names)
 	if !slices.Equal(names, []string{"g-frontend", "g-other"}) {
 		t.Errorf("Dynamo's Ingresses %v, want [g-frontend g-other]", names)
+	}
+}
+
+// TestDynamoVirtualServices: the Istio VirtualServices read as Dynamo's are those one of
+// the DGD's DCDs controls; none, and no error, when Istio's CRD is not served.
+func TestDynamoVirtualServices(t *testing.T) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "dgd-uid"}}
+	dcds := []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "g-frontend", UID: "dcd-frontend"}}}
+	r := &Reconciler{APIReader: fake.NewClientBuilder().WithScheme(s).Build()}
+	if got, err := r.dynamoVirtualServices(context.Background(), dgd, dcds); err != nil || got != nil {
+		t.Fatalf("without Istio: %v, %v; want none, no error", got, err)
+	}
+	vs := func(name, controller string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: decide.DCDKind, Name: name, UID: types.UID(controller), Controller: ptr.To(true)}}}}
+	}
+	// Istio served: the API server's list (metadata only) of the namespace's VirtualServices.
+	r.APIReader = fake.NewClientBuilder().WithScheme(s).WithInterceptorFuncs(interceptor.Funcs{
+		List: func(_ context.Context, _ client.WithWatch, list client.ObjectList, _ ...client.ListOption) error {
+			l, ok := list.(*metav1.PartialObjectMetadataList)
+			if !ok || l.GroupVersionKind().Group != "networking.istio.io" || l.GroupVersionKind().Kind != "VirtualServiceList" {
+				t.Fatalf("listed %T %v", list, list.GetObjectKind().GroupVersionKind())
+			}
+			l.Items = []metav1.PartialObjectMetadata{vs("g-frontend", "dcd-frontend"), vs("h-frontend", "dcd-of-h")}
+			return nil
+		}}).Build()
+	got, err := r.dynamoVirtualServices(context.Background(), dgd, dcds)
+	if err != nil || len(got) != 1 || got[0].Name != "g-frontend" || got[0].Kind != "VirtualService" {
+		t.Errorf("Dynamo's VirtualServices %v (error %v), want [VirtualService g-frontend]", got, err)
 	}
 }

@@ -143,9 +143,10 @@ const ReasonDynamoOperatorActive = "DynamoOperatorActive"
 const ReasonDynamoTakeOverUnsupported = "DynamoTakeOverUnsupported"
 
 // EventDynamoIngressHeld (Warning): a take-over has drained Dynamo's workloads, but an
-// Ingress Dynamo's operator made for the graph (its operator's default ingress, or a
-// services.<name>.ingress the spec no longer has) is not rendered by this DGD: deleting
-// Dynamo's DCDs would take it away with them (garbage collector), so the take-over
-// holds before that until the spec renders it (it is then adopted) or someone deletes
-// it (docs/moving-over.md).
+// object exposing the graph that one of Dynamo's DCDs still controls is not rendered by
+// this DGD: an Ingress (Dynamo's operator's default ingress, or a
+// services.<name>.ingress the spec no longer has) or an Istio VirtualService (this
+// operator renders none). Deleting the DCDs would have the garbage collector delete it,
+// so the take-over holds before that until the spec renders it (an Ingress is then
+// adopted), someone deletes it, or removes its owner reference (docs/moving-over.md).
 const EventDynamoIngressHeld = "DynamoIngressHeld"

@@ -84,6 +84,9 @@ type Dynamo struct {
 	// left without a controller by a DCD deleted with --cascade=orphan): adopted when
 	// the DGD renders one under the name (dynamo_ingress.go).
 	Ingresses []networkingv1.Ingress
+	// VirtualServices are Dynamo's Istio VirtualServices of the DGD that one of its DCDs
+	// controls (this operator renders none): they hold the DCDs' deletion (heldByIngress).
+	VirtualServices []backends.ObjectRef
 	// Components name Dynamo's DCDs of the DGD.
 	Components []string
 	// Unsupported are Dynamo's workloads of the DGD on a pathway the take-over does not

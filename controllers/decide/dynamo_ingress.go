@@ -2,6 +2,7 @@ package decide
 
 import (
 	"fmt"
+	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,23 +77,34 @@ func ingressHosts(ing *networkingv1.Ingress) string {
 	return hosts
 }
 
-// heldByIngress reports whether the end of the take-over waits for an Ingress of
-// Dynamo's that the DGD does not render (want: "Ingress/<name>"): Dynamo's operator
-// also renders a frontend Ingress from its own configuration (ingress controller class
-// and host suffix: internal/dynamo/graph.go GenerateDefaultIngressSpec, used by
-// dcdIngressSpec when the DGD sets none), which no spec of ours says. Deleting the
-// DCDs would have the garbage collector delete it, and the graph's external host with
-// it; so the DCDs stay, with a Warning Event, until the spec renders it (adopted) or
-// someone deletes it.
+// heldByIngress reports whether the end of the take-over waits for an object exposing
+// the graph that a DCD of Dynamo's still controls and the DGD does not render (want:
+// "Ingress/<name>"), so that deleting the DCDs would have the garbage collector delete it
+// and the graph's external host with it:
+//   - an Ingress: Dynamo's operator also renders a frontend Ingress from its own
+//     configuration (ingress controller class and host suffix: internal/dynamo/graph.go
+//     GenerateDefaultIngressSpec, used by dcdIngressSpec when the DGD sets none), which no
+//     spec of ours says;
+//   - an Istio VirtualService (GenerateComponentVirtualService, rendered when Dynamo's
+//     operator has a virtualServiceGateway): this operator renders none.
+//
+// The DCDs stay, with a Warning Event naming it, until the spec renders it (an Ingress:
+// adopted), someone deletes it, or removes its owner reference to keep it as their own.
 func heldByIngress(v *view, d *draft, want map[string]bool) bool {
+	var held []string
 	for i := range v.Dynamo.Ingresses {
 		ing := &v.Dynamo.Ingresses[i]
-		if want["Ingress/"+ing.Name] {
-			continue
+		if !want["Ingress/"+ing.Name] && metav1.GetControllerOf(ing) != nil {
+			held = append(held, fmt.Sprintf("Ingress %s (host %s), which this DGD does not render (services.<frontend>.ingress)", ing.Name, ingressHosts(ing)))
 		}
-		d.event("Warning", v1alpha1.EventDynamoIngressHeld, fmt.Sprintf("the take-over of %s/%s waits before deleting Dynamo's %ss: Ingress %s (host %s) is Dynamo's and this DGD does not render it, so their deletion would take it away; set services.<frontend>.ingress to its host (it is then adopted) or delete it",
-			v.dgd.Namespace, v.dgd.Name, DCDKind, ing.Name, ingressHosts(ing)))
-		return true
 	}
-	return false
+	for _, vs := range v.Dynamo.VirtualServices {
+		held = append(held, vs.String()+", which this operator does not render")
+	}
+	if len(held) == 0 {
+		return false
+	}
+	d.event("Warning", v1alpha1.EventDynamoIngressHeld, fmt.Sprintf("the take-over of %s/%s waits before deleting Dynamo's %ss, whose deletion would have the garbage collector delete what they control: %s; render it, delete it, or remove its owner reference to keep it",
+		v.dgd.Namespace, v.dgd.Name, DCDKind, strings.Join(held, "; ")))
+	return true
 }

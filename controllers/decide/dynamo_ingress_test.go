@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/harness"
@@ -143,6 +144,37 @@ func TestDecideDynamoHandoverIngress(t *testing.T) {
 		t.Errorf("spec %+v, want what we render %+v", ing.Spec, want.Spec)
 	}
 	golden(t, "dynamo-handover-ingress", append(got, summary(h.dgd.Status)))
+}
+
+// TestDecideDynamoVirtualServiceHeld: Dynamo's VirtualService, which this operator
+// does not render, holds the DCDs' deletion as an Ingress it does not render does; an
+// Ingress of Dynamo's left without a controller (its DCD deleted with --cascade=orphan)
+// is no DCD's to lose, and holds nothing.
+func TestDecideDynamoVirtualServiceHeld(t *testing.T) {
+	h := ingressHandover(true)
+	h.dy.VirtualServices = []backends.ObjectRef{{Kind: "VirtualService", Name: "g-frontend", UID: "uid-vs"}}
+	orphan := dynamoIngress(h.dgd)
+	orphan.Name, orphan.OwnerReferences = "g-planner", nil
+	h.dy.Ingresses = append(h.dy.Ingresses, orphan)
+	var events []string
+	for range 8 {
+		said := h.pass(t)
+		if slices.ContainsFunc(said, func(l string) bool { return strings.HasPrefix(l, "ReleaseDynamo") }) {
+			t.Fatalf("DCDs released while Dynamo's VirtualService is theirs: %v", said)
+		}
+		for _, l := range said {
+			if strings.HasPrefix(l, "Event "+v1alpha1.EventDynamoIngressHeld) {
+				events = append(events, l)
+			}
+		}
+	}
+	if len(events) == 0 || !strings.Contains(events[0], "VirtualService g-frontend, which this operator does not render") || strings.Contains(events[0], "g-planner") {
+		t.Fatalf("held Events %v: want one naming the VirtualService alone", events)
+	}
+	h.dy.VirtualServices = nil // its owner reference removed, or deleted
+	if said := h.pass(t); !slices.ContainsFunc(said, func(l string) bool { return strings.HasPrefix(l, "ReleaseDynamo") }) {
+		t.Errorf("the take-over does not end once the VirtualService is no DCD's: %v", said)
+	}
 }
 
 // TestDecideDynamoIngressHeld: an Ingress of Dynamo's the DGD does not render (Dynamo's
