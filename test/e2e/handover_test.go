@@ -222,20 +222,12 @@ func gcCanary(ns string, dcd *metav1.OwnerReference) {
 // controller, a DCD of Dynamo's, is deleted (background propagation): without the
 // adoption, the frontend's host would have no Ingress from that deletion until ours is
 // created. It returns how many events it judged and the violations, and logs the
-// controller of the host's Ingresses at every event.
+// Ingresses routing the host (UID, controller) at every event.
 func watchIngress(ns, host string) func() (int, []string) {
-	c, err := cache.New(cl.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	Expect(err).NotTo(HaveOccurred())
-	var mu sync.Mutex
-	events := 0
-	var violations, trail []string
-	check := func(what string) {
-		mu.Lock()
-		defer mu.Unlock()
-		events++
+	return judgeEvents(ns, "Ingress watch", []client.Object{&networkingv1.Ingress{}}, func(c cache.Cache, event string) []string {
 		var list networkingv1.IngressList
 		if c.List(ctx, &list) != nil {
-			return
+			return nil
 		}
 		var routing []string
 		for _, ing := range list.Items {
@@ -247,38 +239,12 @@ func watchIngress(ns, host string) func() (int, []string) {
 				routing = append(routing, fmt.Sprintf("%s(uid %s, controller %s)", ing.Name, ing.UID, ctl))
 			}
 		}
-		trail = append(trail, fmt.Sprintf("%s: %v", what, routing))
+		GinkgoWriter.Printf("%s Ingress watch: %s: routing %s: %v\n", ns, event, host, routing)
 		if len(routing) == 0 {
-			violations = append(violations, fmt.Sprintf("after %s: no Ingress routes %s", what, host))
+			return []string{fmt.Sprintf("after %s: no Ingress routes %s", event, host)}
 		}
-	}
-	inf, err := c.GetInformer(ctx, &networkingv1.Ingress{})
-	Expect(err).NotTo(HaveOccurred())
-	name := func(o any) string {
-		if ing, ok := o.(*networkingv1.Ingress); ok {
-			return ing.Name
-		}
-		return "?"
-	}
-	_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { check("add " + name(o)) },
-		UpdateFunc: func(_, o any) { check("update " + name(o)) },
-		DeleteFunc: func(o any) { check("delete " + name(o)) }})
-	Expect(err).NotTo(HaveOccurred())
-	cctx, cancel := context.WithCancel(ctx)
-	DeferCleanup(func() {
-		cancel()
-		mu.Lock()
-		defer mu.Unlock()
-		GinkgoWriter.Printf("%s Ingress watch: %d events judged, violations %v\n  %s\n", ns, events, violations, strings.Join(trail, "\n  "))
+		return nil
 	})
-	go func() { _ = c.Start(cctx) }()
-	Expect(c.WaitForCacheSync(cctx)).To(BeTrue())
-	return func() (int, []string) {
-		mu.Lock()
-		defer mu.Unlock()
-		return events, slices.Clone(violations)
-	}
 }
 
 // watchCapacity judges, at every event of the namespace's workloads (Deployments and
@@ -296,20 +262,13 @@ func watchIngress(ns, host string) func() (int, []string) {
 // watcher missed it at load ~5 and caught it at load ~16. It returns how many events it
 // judged and the violations.
 func watchCapacity(ns string, services []invariants.Service) func() (int, []string) {
-	c, err := cache.New(cl.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	Expect(err).NotTo(HaveOccurred())
-	var mu sync.Mutex
-	events, seen := 0, map[string]bool{}
-	var violations []string
-	check := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		events++
+	seen := map[string]bool{}
+	return judgeEvents(ns, "capacity", []client.Object{&appsv1.Deployment{}, &lwsv1.LeaderWorkerSet{}}, func(c cache.Cache, _ string) []string {
 		ready := map[string]int32{}
 		var deps appsv1.DeploymentList
 		var sets lwsv1.LeaderWorkerSetList
 		if c.List(ctx, &deps) != nil || c.List(ctx, &sets) != nil {
-			return
+			return nil
 		}
 		count := func(o metav1.Object, spec *int32, n int32) {
 			if l := o.GetLabels(); l[v1alpha1.LabelWorkerHash] != "" && o.GetDeletionTimestamp().IsZero() {
@@ -322,26 +281,51 @@ func watchCapacity(ns string, services []invariants.Service) func() (int, []stri
 		for i := range sets.Items {
 			count(&sets.Items[i], sets.Items[i].Spec.Replicas, sets.Items[i].Status.ReadyReplicas)
 		}
+		var violations []string
 		for _, svc := range services {
 			if v := fmt.Sprintf("%s: %d ready replicas counted on, fewer than %d-%d", svc.Name, ready[svc.Name], svc.Replicas, svc.Unavail); ready[svc.Name] < svc.Replicas-svc.Unavail && !seen[v] {
 				seen[v] = true
 				violations = append(violations, v)
 			}
 		}
+		return violations
+	})
+}
+
+// judgeEvents starts a cache of namespace ns and, at every add, update and delete of
+// the kinds (one at a time), has judge read the state after it from the cache and say
+// what it finds wrong. It returns how many events were judged and the violations; the
+// cleanup (before the scenario's removes the DGD) stops the cache and logs them as
+// "<ns> <what>".
+func judgeEvents(ns, what string, kinds []client.Object, judge func(c cache.Cache, event string) []string) func() (int, []string) {
+	c, err := cache.New(cl.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	events := 0
+	var violations []string
+	on := func(verb string, o any) {
+		mu.Lock()
+		defer mu.Unlock()
+		events++
+		name := "?"
+		if m, ok := o.(metav1.Object); ok {
+			name = m.GetName()
+		}
+		violations = append(violations, judge(c, verb+" "+name)...)
 	}
-	for _, kind := range []client.Object{&appsv1.Deployment{}, &lwsv1.LeaderWorkerSet{}} {
+	for _, kind := range kinds {
 		inf, err := c.GetInformer(ctx, kind)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { check() }, UpdateFunc: func(_, _ any) { check() }, DeleteFunc: func(any) { check() }})
+			AddFunc: func(o any) { on("add", o) }, UpdateFunc: func(_, o any) { on("update", o) }, DeleteFunc: func(o any) { on("delete", o) }})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	DeferCleanup(func() { // before the scenario's cleanup removes the DGD
+	DeferCleanup(func() {
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
-		GinkgoWriter.Printf("%s capacity: %d workload events judged, violations %v\n", ns, events, violations)
+		GinkgoWriter.Printf("%s %s: %d events judged, violations %v\n", ns, what, events, violations)
 	})
 	go func() { _ = c.Start(cctx) }()
 	Expect(c.WaitForCacheSync(cctx)).To(BeTrue())
