@@ -85,7 +85,7 @@ type Dynamo struct {
 	// the DGD renders one under the name (dynamo_ingress.go).
 	Ingresses []networkingv1.Ingress
 	// VirtualServices are Dynamo's Istio VirtualServices of the DGD that one of its DCDs
-	// controls (this operator renders none): they hold the DCDs' deletion (heldByIngress).
+	// controls (this operator renders none): they hold the DCDs' deletion (releaseExposure).
 	VirtualServices []backends.ObjectRef
 	// Components name Dynamo's DCDs of the DGD.
 	Components []string
@@ -199,9 +199,10 @@ func adoptDynamoService(v *view, d *draft, name string) bool {
 
 // releaseDynamo decides the end of the take-over once nothing of Dynamo's runs: its
 // Services that were not adopted deleted, then its DCDs and its finalizer on the DGD
-// (ReleaseDynamo). While anything of Dynamo's still runs, or an Ingress of Dynamo's the
-// DGD does not render is there (heldByIngress), it only asks to look again. want holds
-// the names of the Services the DGD renders, and "Ingress/<name>" of its Ingresses.
+// (ReleaseDynamo). While anything of Dynamo's still runs, or an object of Dynamo's
+// exposing the graph that the DGD does not render waits (releaseExposure), it only asks
+// to look again. want holds the names of the Services the DGD renders, and
+// "Ingress/<name>" of its Ingresses.
 func releaseDynamo(v *view, d *draft, want map[string]bool) {
 	if v.Dynamo == nil {
 		return
@@ -215,7 +216,7 @@ func releaseDynamo(v *view, d *draft, want map[string]bool) {
 			return
 		}
 	}
-	if heldByIngress(v, d, want) {
+	if releaseExposure(v, d, want) {
 		return
 	}
 	for i := range v.Dynamo.Services {

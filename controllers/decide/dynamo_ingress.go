@@ -2,6 +2,7 @@ package decide
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
@@ -77,24 +78,32 @@ func ingressHosts(ing *networkingv1.Ingress) string {
 	return hosts
 }
 
-// heldByIngress reports whether the end of the take-over waits for an object exposing
-// the graph that a DCD of Dynamo's still controls and the DGD does not render (want:
-// "Ingress/<name>"), so that deleting the DCDs would have the garbage collector delete it
-// and the graph's external host with it:
-//   - an Ingress: Dynamo's operator also renders a frontend Ingress from its own
-//     configuration (ingress controller class and host suffix: internal/dynamo/graph.go
-//     GenerateDefaultIngressSpec, used by dcdIngressSpec when the DGD sets none), which no
-//     spec of ours says;
-//   - an Istio VirtualService (GenerateComponentVirtualService, rendered when Dynamo's
-//     operator has a virtualServiceGateway): this operator renders none.
+// releaseExposure decides what becomes of the objects exposing the graph that a DCD of
+// Dynamo's still controls and the DGD does not render (want: "Ingress/<name>"), before
+// the DCDs go (their deletion would have the garbage collector delete them), and
+// reports whether the end of the take-over waits:
+//   - an Ingress whose every host an Ingress of the DGD's routes (Dynamo's was named
+//     otherwise: a DGD name long enough for our names to be capped), ours created and
+//     admitted (the cache shows it), is deleted, ours serving the host already;
+//   - another Ingress waits: Dynamo's operator also renders a frontend Ingress from its
+//     own configuration (ingress controller class and host suffix:
+//     internal/dynamo/graph.go GenerateDefaultIngressSpec, used by dcdIngressSpec when the
+//     DGD sets none), which no spec of ours says;
+//   - an Istio VirtualService waits (GenerateComponentVirtualService, rendered when
+//     Dynamo's operator has a virtualServiceGateway): this operator renders none.
 //
-// The DCDs stay, with a Warning Event naming it, until the spec renders it (an Ingress:
-// adopted), someone deletes it, or removes its owner reference to keep it as their own.
-func heldByIngress(v *view, d *draft, want map[string]bool) bool {
+// What waits is named by a Warning Event, pass after pass, until the spec renders it (an
+// Ingress: adopted), someone deletes it, or removes its owner reference to keep it.
+func releaseExposure(v *view, d *draft, want map[string]bool) bool {
 	var held []string
 	for i := range v.Dynamo.Ingresses {
 		ing := &v.Dynamo.Ingresses[i]
-		if !want["Ingress/"+ing.Name] && metav1.GetControllerOf(ing) != nil {
+		switch ours := routedByOurs(v, ing); {
+		case want["Ingress/"+ing.Name] || metav1.GetControllerOf(ing) == nil:
+		case ours != "":
+			d.write(Write{Op: DeleteObject, Object: ing, Kind: "Ingress",
+				Say: []string{fmt.Sprintf("deleted Dynamo's Ingress %s (host %s routed by Ingress %s)", ing.Name, ingressHosts(ing), ours)}})
+		default:
 			held = append(held, fmt.Sprintf("Ingress %s (host %s), which this DGD does not render (services.<frontend>.ingress)", ing.Name, ingressHosts(ing)))
 		}
 	}
@@ -107,4 +116,17 @@ func heldByIngress(v *view, d *draft, want map[string]bool) bool {
 	d.event("Warning", v1alpha1.EventDynamoIngressHeld, fmt.Sprintf("the take-over of %s/%s waits before deleting Dynamo's %ss, whose deletion would have the garbage collector delete what they control: %s; render it, delete it, or remove its owner reference to keep it",
 		v.dgd.Namespace, v.dgd.Name, DCDKind, strings.Join(held, "; ")))
 	return true
+}
+
+// routedByOurs is the name of the DGD's Ingress that routes every host of ing, or "".
+func routedByOurs(v *view, ing *networkingv1.Ingress) string {
+	for i := range v.Objects.Ingresses {
+		ours := &v.Objects.Ingresses[i]
+		if len(ing.Spec.Rules) > 0 && !slices.ContainsFunc(ing.Spec.Rules, func(r networkingv1.IngressRule) bool {
+			return !slices.ContainsFunc(ours.Spec.Rules, func(o networkingv1.IngressRule) bool { return o.Host == r.Host })
+		}) {
+			return ours.Name
+		}
+	}
+	return ""
 }

@@ -54,7 +54,8 @@ func ingressHandover(renders bool) *handover {
 }
 
 // playIngress plays a write of an Ingress: an update moves Dynamo's (same UID) into the
-// DGD's; a create while Dynamo's of the name is there is refused (AlreadyExists).
+// DGD's; a create while Dynamo's of the name is there is refused (AlreadyExists); a
+// delete (Dynamo's: the only Ingress the take-over deletes) removes it.
 func (h *handover) playIngress(t *testing.T, wr decide.Write) {
 	t.Helper()
 	ing := *wr.Object.(*networkingv1.Ingress).DeepCopy()
@@ -66,6 +67,8 @@ func (h *handover) playIngress(t *testing.T, wr decide.Write) {
 		}
 		h.objects.Ingresses = slices.DeleteFunc(h.objects.Ingresses, func(i networkingv1.Ingress) bool { return i.UID == ing.UID })
 		h.objects.Ingresses = append(h.objects.Ingresses, ing)
+	case decide.DeleteObject:
+		h.dy.Ingresses = slices.DeleteFunc(h.dy.Ingresses, func(i networkingv1.Ingress) bool { return i.Name == ing.Name })
 	case decide.CreateObject:
 		if dynamos {
 			t.Errorf("created Ingress %s over Dynamo's (AlreadyExists)", ing.Name)
@@ -210,5 +213,36 @@ func TestDecideDynamoIngressHeld(t *testing.T) {
 	said := h.pass(t)
 	if !slices.ContainsFunc(said, func(l string) bool { return strings.HasPrefix(l, "ReleaseDynamo") }) {
 		t.Errorf("the take-over does not end once Dynamo's Ingress is gone: %v", said)
+	}
+}
+
+// TestDecideDynamoIngressOtherName: Dynamo's Ingress under a name the DGD does not
+// render one under, for the host the DGD's Ingress routes (our names are capped for a
+// long DGD name, Dynamo's not): the safe order. Ours is created beside it in the first
+// pass (its name is free), and Dynamo's is deleted only once ours is there (the cache
+// shows it, so the API server admitted it), before the DCDs go: the host has an
+// Ingress at every state.
+func TestDecideDynamoIngressOtherName(t *testing.T) {
+	h := ingressHandover(true)
+	h.dy.Ingresses[0].Name = "g-frontend-dynamo"
+	var got []string
+	for range 30 {
+		said := h.pass(t)
+		got = append(got, said...)
+		if !h.exposed(ingressHost) {
+			t.Fatalf("no Ingress routes %s after %v", ingressHost, said)
+		}
+		if h.dy == nil {
+			break
+		}
+	}
+	created := slices.Index(got, "CreateObject Ingress g-frontend")
+	deleted := slices.Index(got, "DeleteObject Ingress g-frontend-dynamo")
+	released := slices.IndexFunc(got, func(l string) bool { return strings.HasPrefix(l, "ReleaseDynamo") })
+	if created < 0 || deleted < created || released < deleted {
+		t.Errorf("ours created at %d, Dynamo's deleted at %d, DCDs released at %d: want in that order\n%s", created, deleted, released, strings.Join(got, "\n"))
+	}
+	if len(h.objects.Ingresses) != 1 || h.objects.Ingresses[0].Name != "g-frontend" || (h.dy != nil && len(h.dy.Ingresses) > 0) {
+		t.Errorf("Ingresses: ours %v, Dynamo's %v; want ours alone", h.objects.Ingresses, h.dy)
 	}
 }
