@@ -77,6 +77,9 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	for _, d := range dcds {
 		dy.Components = append(dy.Components, d.Name)
 	}
+	if err := r.dynamoExposure(ctx, dgd, dcds, dy); err != nil {
+		return nil, nil, err
+	}
 	if dy.Stopped, err = r.dynamoStopped(ctx, dgd, len(dcds) == 0 && !byDCD); err != nil {
 		return nil, nil, err
 	}

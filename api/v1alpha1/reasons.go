@@ -141,3 +141,12 @@ const ReasonDynamoOperatorActive = "DynamoOperatorActive"
 // Dynamo's PodCliqueSet of the DGD): it writes nothing, neither beside them nor over
 // them, while they run (docs/moving-over.md, "Not yet").
 const ReasonDynamoTakeOverUnsupported = "DynamoTakeOverUnsupported"
+
+// EventDynamoIngressHeld (Warning): a take-over has drained Dynamo's workloads, but an
+// object exposing the graph that one of Dynamo's DCDs still controls is not rendered by
+// this DGD: an Ingress (Dynamo's operator's default ingress, or a
+// services.<name>.ingress the spec no longer has) or an Istio VirtualService (this
+// operator renders none). Deleting the DCDs would have the garbage collector delete it,
+// so the take-over holds before that until the spec renders it (an Ingress is then
+// adopted), someone deletes it, or removes its owner reference (docs/moving-over.md).
+const EventDynamoIngressHeld = "DynamoIngressHeld"

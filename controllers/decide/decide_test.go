@@ -104,7 +104,7 @@ func (w *world) snapshot() *decide.Snapshot {
 		Revisions: slices.Clone(w.revisions),
 		Names:     maps.Clone(w.names),
 		// A copy: writes point into the snapshot's objects, which apply must not move.
-		Objects:           decide.Objects{Services: slices.Clone(w.objects.Services), Named: maps.Clone(w.objects.Named)},
+		Objects:           decide.Objects{Services: slices.Clone(w.objects.Services), Ingresses: slices.Clone(w.objects.Ingresses), Named: maps.Clone(w.objects.Named)},
 		AnalysisTemplates: w.templates,
 	}
 	for _, name := range sortedStrings(w.workloads) {

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -80,6 +80,13 @@ type Dynamo struct {
 	Stable []DynamoStable
 	// Services are Dynamo's Services of the DGD (carrying its graph label, none of ours).
 	Services []corev1.Service
+	// Ingresses are Dynamo's Ingresses of the DGD (controlled by one of its DCDs, or
+	// left without a controller by a DCD deleted with --cascade=orphan): adopted when
+	// the DGD renders one under the name (dynamo_ingress.go).
+	Ingresses []networkingv1.Ingress
+	// VirtualServices are Dynamo's Istio VirtualServices of the DGD that one of its DCDs
+	// controls (this operator renders none): they hold the DCDs' deletion (releaseExposure).
+	VirtualServices []backends.ObjectRef
 	// Components name Dynamo's DCDs of the DGD.
 	Components []string
 	// Unsupported are Dynamo's workloads of the DGD on a pathway the take-over does not
@@ -177,13 +184,7 @@ func adoptDynamoService(v *view, d *draft, name string) bool {
 			continue
 		}
 		svc := have.DeepCopy()
-		var refs []metav1.OwnerReference
-		for _, r := range svc.OwnerReferences {
-			if !ptr.Deref(r.Controller, false) {
-				refs = append(refs, r)
-			}
-		}
-		svc.OwnerReferences = append(refs, *metav1.NewControllerRef(v.dgd, v1alpha1.GroupVersion.WithKind("DynamoGraphDeployment")))
+		takeControl(v.dgd, svc)
 		if svc.Labels == nil {
 			svc.Labels = map[string]string{}
 		}
@@ -198,7 +199,10 @@ func adoptDynamoService(v *view, d *draft, name string) bool {
 
 // releaseDynamo decides the end of the take-over once nothing of Dynamo's runs: its
 // Services that were not adopted deleted, then its DCDs and its finalizer on the DGD
-// (ReleaseDynamo). While anything of Dynamo's still runs it only asks to look again.
+// (ReleaseDynamo). While anything of Dynamo's still runs, or an object of Dynamo's
+// exposing the graph that the DGD does not render waits (releaseExposure), it only asks
+// to look again. want holds the names of the Services the DGD renders, and
+// "Ingress/<name>" of its Ingresses.
 func releaseDynamo(v *view, d *draft, want map[string]bool) {
 	if v.Dynamo == nil {
 		return
@@ -211,6 +215,9 @@ func releaseDynamo(v *view, d *draft, want map[string]bool) {
 		if w.Backend == DynamoBackend {
 			return
 		}
+	}
+	if releaseExposure(v, d, want) {
+		return
 	}
 	for i := range v.Dynamo.Services {
 		if s := &v.Dynamo.Services[i]; !want[s.Name] {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -73,6 +74,7 @@ func (h *handover) snapshot() *decide.Snapshot {
 	}
 	dy := *h.dy
 	dy.Stable, dy.Services, dy.Components = slices.Clone(dy.Stable), slices.Clone(dy.Services), slices.Clone(dy.Components)
+	dy.Ingresses, dy.VirtualServices = slices.Clone(dy.Ingresses), slices.Clone(dy.VirtualServices)
 	dy.Pods = h.orphaned
 	for _, w := range h.workloads {
 		if w.Backend == decide.DynamoBackend {
@@ -109,8 +111,13 @@ func (h *handover) pass(t *testing.T) []string {
 			h.objects.Services = append(h.objects.Services, *wr.Object.(*corev1.Service).DeepCopy())
 		case wr.Op == decide.DeleteObject && wr.Kind == "Service":
 			h.dy.Services = slices.DeleteFunc(h.dy.Services, func(s corev1.Service) bool { return s.Name == wr.Object.GetName() })
+		case wr.Kind == "Ingress":
+			h.playIngress(t, wr)
 		case wr.Op == decide.ReleaseDynamo:
 			h.dy.Components, h.dy.Finalizer = nil, false
+			// The garbage collector deletes what the DCDs still control.
+			h.dy.Ingresses = slices.DeleteFunc(h.dy.Ingresses, func(i networkingv1.Ingress) bool { return metav1.GetControllerOf(&i) != nil })
+			h.dy.VirtualServices = nil
 		}
 	}
 	if fe := h.workloads["g-frontend"]; fe != nil && fe.Backend != decide.DynamoBackend && fe.Ready > 0 {
@@ -122,7 +129,7 @@ func (h *handover) pass(t *testing.T) []string {
 			w.Pods = w.Replicas // Dynamo's pods go with their replicas
 		}
 	}
-	if h.dy != nil && len(h.dy.Stable) == 0 && len(h.dy.Services) == 0 && len(h.dy.Components) == 0 && !h.dy.Finalizer && h.orphaned == 0 {
+	if h.dy != nil && len(h.dy.Stable) == 0 && len(h.dy.Services) == 0 && len(h.dy.Components) == 0 && len(h.dy.Ingresses) == 0 && len(h.dy.VirtualServices) == 0 && !h.dy.Finalizer && h.orphaned == 0 {
 		h.dy = nil // observe finds no sign of Dynamo's operator any more
 	}
 	return said

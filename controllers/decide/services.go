@@ -58,6 +58,10 @@ func services(v *view, h *history, res []Workload, d *draft) {
 			}
 			apply(v.dgd, d, o, have[k], true, sameService)
 		case *networkingv1.Ingress:
+			wanted[k] = true
+			if have[k] == nil && adoptDynamoIngress(v, d, o) {
+				continue // updated in place by the next pass, which caches it
+			}
 			apply(v.dgd, d, o, have[k], true, sameIngress)
 		}
 	}

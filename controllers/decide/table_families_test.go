@@ -871,6 +871,18 @@ func dynamoCases(t *testing.T) []tcase {
 		}
 		h.pass(t)
 	}
+	// Dynamo's frontend Ingress: adopted in the first pass when the spec renders it; the
+	// DCDs kept (DynamoIngressHeld) when it does not.
+	ing := ingressHandover(true)
+	for i := range 2 {
+		out = append(out, tcase{name: fmt.Sprintf("take-over-ingress/pass-%d", i), snap: ing.snapshot()})
+		ing.pass(t)
+	}
+	held := ingressHandover(false)
+	for range 3 {
+		held.pass(t)
+	}
+	out = append(out, tcase{name: "take-over-ingress-held", snap: held.snapshot()})
 	// Multinode workers Dynamo's operator ran as LeaderWorkerSets (`<dcd>-0`, gangs of 2).
 	g := newHandoverOn(disagg(2, 2).Multinode("prefill", 2).Multinode("decode", 2).Rollout("1", "0").Obj(),
 		"Lease dynamo-operator-namespace-scope held", lws.Kind)

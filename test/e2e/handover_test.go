@@ -15,6 +15,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -48,8 +49,13 @@ const dynamoAPIVersion = "nvidia.com/v1beta1"
 // Dynamo's operator"): the spec plays what Dynamo's operator made for a running DGD, then
 // lets ours take it over, under the invariant watcher and the Dynamo observer.
 var _ = Describe("Moving over from Dynamo's operator", func() {
-	It("rolls the first revision out beside Dynamo's workloads, then removes them, never without a ready frontend or routable workers", func() {
-		moveOver(harness.NewDGD(newNamespace(), "g").Disagg(1, 1, "img:1").Rollout("1", "0").Obj())
+	It("rolls the first revision out beside Dynamo's workloads, then removes them, never without a ready frontend, routable workers or the frontend's Ingress", func() {
+		obj := harness.NewDGD(newNamespace(), "g").Disagg(1, 1, "img:1").Rollout("1", "0").Obj()
+		obj.Spec.Services["Frontend"].Ingress = &v1alpha1.IngressSpec{Enabled: true, Host: "g", HostSuffix: ptr.To("example.com"),
+			IngressControllerClassName: ptr.To("nginx")}
+		moveOver(obj)
+		By("Dynamo's Ingress was adopted (announced in a RolloutStep Event)")
+		Expect(rolloutSteps(obj.Namespace, obj.Name)).To(ContainSubstring("adopted Ingress g-frontend (host g.example.com) from Dynamo's operator"))
 	})
 
 	It("takes over multinode workers Dynamo ran as LeaderWorkerSets, a gang at a time, never without a ready frontend or routable workers", func() {
@@ -129,6 +135,15 @@ func moveOver(obj *v1alpha1.DynamoGraphDeployment) {
 	capacity := watchCapacity(ns, invariants.ServicesOf(dgd))
 	var frontendSvc corev1.Service
 	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &frontendSvc)).To(Succeed())
+	var exposure func() (int, []string)
+	var dynamoIng networkingv1.Ingress
+	host := ""
+	if ing := dgd.Spec.Services["Frontend"].Ingress; ing != nil && ing.Enabled {
+		host = ing.Host + "." + *ing.HostSuffix
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &dynamoIng)).To(Succeed())
+		exposure = watchIngress(ns, host)
+		gcCanary(ns, metav1.GetControllerOf(&dynamoIng))
+	}
 	c := meta.FindStatusCondition(s.dgd().Status.Conditions, v1alpha1.ConditionReady)
 	Expect(c.Reason).To(Equal(v1alpha1.ReasonDynamoOperatorActive), "ours still holds off")
 
@@ -170,6 +185,66 @@ func moveOver(obj *v1alpha1.DynamoGraphDeployment) {
 	events, violations := capacity()
 	Expect(events).To(BeNumerically(">", 0), "workload events judged")
 	Expect(violations).To(BeEmpty(), "ready replicas the workloads of a worker service count on")
+	if exposure == nil {
+		return
+	}
+	By("the garbage collector has handled the frontend DCD's deletion (its canary dependent is gone)")
+	Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gc-canary"}, &corev1.ConfigMap{})
+	}, time.Minute, 100*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
+	By("Dynamo's Ingress is the DGD's now, the same object; an Ingress routed the frontend's host at every state")
+	events, violations = exposure()
+	Expect(events).To(BeNumerically(">", 1), "Ingress events judged")
+	Expect(violations).To(BeEmpty(), "states without an Ingress for %s", host)
+	var ing networkingv1.Ingress
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-frontend"}, &ing)).To(Succeed())
+	Expect(ing.UID).To(Equal(dynamoIng.UID), "Dynamo's Ingress adopted, never deleted")
+	Expect(metav1.IsControlledBy(&ing, s.dgd())).To(BeTrue())
+	Expect(ing.OwnerReferences).To(HaveLen(1), "the DCD is no owner any more")
+	Expect(ing.Labels).To(HaveKeyWithValue(v1alpha1.LabelManagedBy, v1alpha1.ManagedByValue))
+}
+
+// gcCanary creates a ConfigMap the test owns whose one owner is the DCD dcd (a plain
+// owner reference): the garbage collector deletes it once it handles the DCD's
+// deletion, which is when it would delete Dynamo's Ingress too were that still the
+// DCD's. Its disappearance is the positive signal that the collector has acted.
+func gcCanary(ns string, dcd *metav1.OwnerReference) {
+	Expect(dcd).NotTo(BeNil())
+	ref := *dcd
+	ref.Controller, ref.BlockOwnerDeletion = nil, nil
+	Expect(k8s.Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "gc-canary",
+		OwnerReferences: []metav1.OwnerReference{ref}}})).To(Succeed())
+}
+
+// watchIngress judges every event of the namespace's Ingresses: after each, at least
+// one Ingress not being deleted routes host (a rule of that host). The garbage
+// collector of the control plane's kube-controller-manager deletes an Ingress whose
+// controller, a DCD of Dynamo's, is deleted (background propagation): without the
+// adoption, the frontend's host would have no Ingress from that deletion until ours is
+// created. It returns how many events it judged and the violations, and logs the
+// Ingresses routing the host (UID, controller) at every event.
+func watchIngress(ns, host string) func() (int, []string) {
+	return judgeEvents(ns, "Ingress watch", []client.Object{&networkingv1.Ingress{}}, func(c cache.Cache, event string) []string {
+		var list networkingv1.IngressList
+		if c.List(ctx, &list) != nil {
+			return nil
+		}
+		var routing []string
+		for _, ing := range list.Items {
+			ctl := "none"
+			if ref := metav1.GetControllerOf(&ing); ref != nil {
+				ctl = ref.Kind + "/" + ref.Name
+			}
+			if ing.DeletionTimestamp.IsZero() && slices.ContainsFunc(ing.Spec.Rules, func(r networkingv1.IngressRule) bool { return r.Host == host }) {
+				routing = append(routing, fmt.Sprintf("%s(uid %s, controller %s)", ing.Name, ing.UID, ctl))
+			}
+		}
+		GinkgoWriter.Printf("%s Ingress watch: %s: routing %s: %v\n", ns, event, host, routing)
+		if len(routing) == 0 {
+			return []string{fmt.Sprintf("after %s: no Ingress routes %s", event, host)}
+		}
+		return nil
+	})
 }
 
 // watchCapacity judges, at every event of the namespace's workloads (Deployments and
@@ -187,20 +262,13 @@ func moveOver(obj *v1alpha1.DynamoGraphDeployment) {
 // watcher missed it at load ~5 and caught it at load ~16. It returns how many events it
 // judged and the violations.
 func watchCapacity(ns string, services []invariants.Service) func() (int, []string) {
-	c, err := cache.New(cl.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	Expect(err).NotTo(HaveOccurred())
-	var mu sync.Mutex
-	events, seen := 0, map[string]bool{}
-	var violations []string
-	check := func() {
-		mu.Lock()
-		defer mu.Unlock()
-		events++
+	seen := map[string]bool{}
+	return judgeEvents(ns, "capacity", []client.Object{&appsv1.Deployment{}, &lwsv1.LeaderWorkerSet{}}, func(c cache.Cache, _ string) []string {
 		ready := map[string]int32{}
 		var deps appsv1.DeploymentList
 		var sets lwsv1.LeaderWorkerSetList
 		if c.List(ctx, &deps) != nil || c.List(ctx, &sets) != nil {
-			return
+			return nil
 		}
 		count := func(o metav1.Object, spec *int32, n int32) {
 			if l := o.GetLabels(); l[v1alpha1.LabelWorkerHash] != "" && o.GetDeletionTimestamp().IsZero() {
@@ -213,26 +281,51 @@ func watchCapacity(ns string, services []invariants.Service) func() (int, []stri
 		for i := range sets.Items {
 			count(&sets.Items[i], sets.Items[i].Spec.Replicas, sets.Items[i].Status.ReadyReplicas)
 		}
+		var violations []string
 		for _, svc := range services {
 			if v := fmt.Sprintf("%s: %d ready replicas counted on, fewer than %d-%d", svc.Name, ready[svc.Name], svc.Replicas, svc.Unavail); ready[svc.Name] < svc.Replicas-svc.Unavail && !seen[v] {
 				seen[v] = true
 				violations = append(violations, v)
 			}
 		}
+		return violations
+	})
+}
+
+// judgeEvents starts a cache of namespace ns and, at every add, update and delete of
+// the kinds (one at a time), has judge read the state after it from the cache and say
+// what it finds wrong. It returns how many events were judged and the violations; the
+// cleanup (before the scenario's removes the DGD) stops the cache and logs them as
+// "<ns> <what>".
+func judgeEvents(ns, what string, kinds []client.Object, judge func(c cache.Cache, event string) []string) func() (int, []string) {
+	c, err := cache.New(cl.Config, cache.Options{Scheme: app.NewScheme(), DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	Expect(err).NotTo(HaveOccurred())
+	var mu sync.Mutex
+	events := 0
+	var violations []string
+	on := func(verb string, o any) {
+		mu.Lock()
+		defer mu.Unlock()
+		events++
+		name := "?"
+		if m, ok := o.(metav1.Object); ok {
+			name = m.GetName()
+		}
+		violations = append(violations, judge(c, verb+" "+name)...)
 	}
-	for _, kind := range []client.Object{&appsv1.Deployment{}, &lwsv1.LeaderWorkerSet{}} {
+	for _, kind := range kinds {
 		inf, err := c.GetInformer(ctx, kind)
 		Expect(err).NotTo(HaveOccurred())
 		_, err = inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc: func(any) { check() }, UpdateFunc: func(_, _ any) { check() }, DeleteFunc: func(any) { check() }})
+			AddFunc: func(o any) { on("add", o) }, UpdateFunc: func(_, o any) { on("update", o) }, DeleteFunc: func(o any) { on("delete", o) }})
 		Expect(err).NotTo(HaveOccurred())
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	DeferCleanup(func() { // before the scenario's cleanup removes the DGD
+	DeferCleanup(func() {
 		cancel()
 		mu.Lock()
 		defer mu.Unlock()
-		GinkgoWriter.Printf("%s capacity: %d workload events judged, violations %v\n", ns, events, violations)
+		GinkgoWriter.Printf("%s %s: %d events judged, violations %v\n", ns, what, events, violations)
 	})
 	go func() { _ = c.Start(cctx) }()
 	Expect(c.WaitForCacheSync(cctx)).To(BeTrue())
@@ -354,8 +447,36 @@ func dynamoObjects(dgd *v1alpha1.DynamoGraphDeployment) {
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: svcName, OwnerReferences: dcdRef, Labels: svcLabels},
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Ports: []corev1.ServicePort{port}, Selector: selector},
 		})).To(Succeed())
+		if in := spec.Ingress; in != nil && in.Enabled && in.IngressControllerClassName != nil {
+			dynamoIngress(ns, dcdName, in, dcdRef)
+		}
 	}
 	GinkgoWriter.Printf("created Dynamo's objects of %s/%s\n", ns, dgd.Name)
+}
+
+// dynamoIngress creates the Ingress Dynamo's DCD controller makes for a DCD whose
+// ingress is enabled with a class (ai-dynamo/dynamo deploy/operator/internal/controller/
+// dynamocomponentdeployment_controller.go createOrUpdateOrDeleteIngress, generateIngress;
+// internal/dynamo/graph.go GenerateComponentIngress, getIngressHost): named
+// NormalizeKubeResourceName(dcd), no label, SyncResource's annotations
+// nvidia.com/last-applied-hash and -generation, the DCD as controller
+// (ctrl.SetControllerReference: blockOwnerDeletion too); one rule, host
+// `[hostPrefix]host.<hostSuffix>`, path / (Prefix), to the Service of the same name on
+// port 8000; TLS when the spec names a Secret.
+func dynamoIngress(ns, dcdName string, in *v1alpha1.IngressSpec, dcdRef []metav1.OwnerReference) {
+	host := ptr.Deref(in.HostPrefix, "") + in.Host + "." + *in.HostSuffix
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dcdName, OwnerReferences: dcdRef,
+			Annotations: map[string]string{"nvidia.com/last-applied-hash": "d1a2b3c4e5f6", "nvidia.com/last-applied-generation": "1"}},
+		Spec: networkingv1.IngressSpec{IngressClassName: in.IngressControllerClassName, Rules: []networkingv1.IngressRule{{Host: host,
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: dcdName, Port: networkingv1.ServiceBackendPort{Number: render.PortHTTP}}}}}}}}}},
+	}
+	if in.TLS != nil {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: in.TLS.SecretName}}
+	}
+	Expect(k8s.Create(ctx, ing)).To(Succeed())
 }
 
 // dynamoLeaderWorkerSet creates the LeaderWorkerSet Dynamo's DCD controller makes for a

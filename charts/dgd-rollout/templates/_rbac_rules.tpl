@@ -155,6 +155,12 @@ generates from the kubebuilder markers. Do not edit.
   - get
   - update
 - apiGroups:
+  - networking.istio.io
+  resources:
+  - virtualservices
+  verbs:
+  - list
+- apiGroups:
   - networking.k8s.io
   resources:
   - ingresses
