@@ -27,7 +27,7 @@ import (
 // reading there: the pass will act on nothing.
 func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) (*decide.Snapshot, error) {
 	s := &decide.Snapshot{DGD: dgd, Now: r.now(), Platform: r.Platform, Backends: r.Backends.Descriptions(),
-		Names: map[backends.Key]string{}, CanListUnscheduled: r.APIReader != nil, Holders: map[decide.ObjectName]decide.Holder{},
+		Names: map[backends.Key]string{}, CanListUnscheduled: r.APIReader != nil, Holders: map[decide.ObjectName]decide.Holder{}, Validate: r.specs.validate,
 		Measurements: r.measurements().results(client.ObjectKeyFromObject(dgd), dgd.UID)}
 	pods, err := r.listPods(ctx, dgd)
 	if err != nil {

@@ -82,11 +82,12 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1alpha1.Dyna
 }
 
 // forget drops what the operator keeps of a DGD that is gone: its metrics series, its
-// last status write's version and its analysis measurements (in flight ones cancelled).
+// last status write's version, its spec's checked verdict and its analysis measurements (in flight ones cancelled).
 func (r *Reconciler) forget(req ctrl.Request) {
 	ForgetDGD(req.Namespace, req.Name)
 	r.statusRV.Delete(req.NamespacedName)
 	r.measurements().forget(req.NamespacedName)
+	r.specs.forget(req.NamespacedName)
 }
 
 // maxRounds bounds the rounds of observing more for one decision: each answers every

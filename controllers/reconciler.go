@@ -42,6 +42,8 @@ type Reconciler struct {
 	// statusRV remembers, per DGD, the resourceVersion of the operator's last status
 	// write (see fresh).
 	statusRV sync.Map
+	// specs remembers each DGD's render.Validate verdict (specchecks.go).
+	specs specChecks
 	// runner runs the analysis queries off the pass (measure.go), made on first use.
 	runner     *measurements
 	runnerOnce sync.Once

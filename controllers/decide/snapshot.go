@@ -60,6 +60,10 @@ type Snapshot struct {
 	// CanListUnscheduled: the reconciler can list pods past its cache (it has an API
 	// reader); without, no pass looks for unschedulable pods.
 	CanListUnscheduled bool
+	// Validate is render.Validate, or a function that gives its verdict without
+	// rendering again a spec it has checked (the reconciler remembers them); nil is
+	// render.Validate.
+	Validate func(*v1alpha1.DynamoGraphDeployment, render.Config) error
 	// Dynamo is what Dynamo's own operator left of the DGD while it is taken over
 	// (dynamo.go); nil when nothing. Its worker workloads are in Workloads (backend
 	// DynamoBackend).

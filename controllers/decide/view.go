@@ -43,7 +43,11 @@ func newView(s *Snapshot, needs *Needs) (*view, string) {
 		}
 		v.backendOf[name] = b
 	}
-	if err := render.Validate(v.dgd, s.Platform); err != nil {
+	validate := s.Validate
+	if validate == nil {
+		validate = render.Validate
+	}
+	if err := validate(v.dgd, s.Platform); err != nil {
 		return nil, err.Error()
 	}
 	for _, b := range v.registered() {

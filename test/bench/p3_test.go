@@ -53,6 +53,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/cluster"
@@ -953,7 +954,10 @@ func (r *p3Run) watch(b testing.TB, ns string) *p3Cache {
 	ctx, cancel := context.WithCancel(context.Background())
 	pc.cancel = cancel
 	podMeta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}} // only counted
-	for _, o := range []client.Object{&appsv1.Deployment{}, podMeta, &v1alpha1.DynamoGraphDeployment{}} {
+	// The DGDs are watched in their storage version, v1beta1, as the operator reads them:
+	// a v1alpha1 watch makes the API server call the operator's conversion webhook for
+	// every status write, work the bench's observer would add to the operator's cost.
+	for _, o := range []client.Object{&appsv1.Deployment{}, podMeta, &v1beta1.DynamoGraphDeployment{}} {
 		inf, err := c.GetInformer(ctx, o)
 		if err != nil {
 			b.Fatal(err)
@@ -1017,7 +1021,7 @@ func (c *p3Cache) plainDone(want int, image string) bool {
 
 // graphsDone: every DGD Completed on revision rev, its old Deployments gone.
 func (c *p3Cache) graphsDone(want int, rev int64) bool {
-	var dgds v1alpha1.DynamoGraphDeploymentList
+	var dgds v1beta1.DynamoGraphDeploymentList
 	if c.c.List(context.Background(), &dgds, client.UnsafeDisableDeepCopy) != nil || len(dgds.Items) != want {
 		return false
 	}
