@@ -87,6 +87,11 @@ type Dynamo struct {
 	// while any is there the pass stops with ReasonDynamoTakeOverUnsupported and writes
 	// nothing.
 	Unsupported []backends.ObjectRef
+	// Shapes say why each of Unsupported is not taken over, when known.
+	Shapes []string
+	// Floors are, by workload name, the least replicas each component of Dynamo's
+	// Grove PodCliqueSet may be scaled to (dynamo_grove.go).
+	Floors map[string]int32
 	// Pods counts the DGD's pods of Dynamo's making (running or terminating).
 	Pods int
 	// Finalizer: the DGD carries DynamoFinalizer.
@@ -121,8 +126,12 @@ func dynamoUnsupported(s *Snapshot) string {
 	for _, o := range s.Dynamo.Unsupported {
 		what = append(what, o.String())
 	}
-	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which this operator does not take over yet: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
-		strings.Join(what, ", "), DynamoScopeLease, s.DGD.Namespace)
+	why := ""
+	if len(s.Dynamo.Shapes) > 0 {
+		why = " (" + strings.Join(s.Dynamo.Shapes, "; ") + ")"
+	}
+	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which this operator does not take over yet%s: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
+		strings.Join(what, ", "), why, DynamoScopeLease, s.DGD.Namespace)
 }
 
 // dynamoWhat says what of Dynamo's the DGD runs.
