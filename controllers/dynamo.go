@@ -66,7 +66,7 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	if err != nil {
 		return nil, nil, err
 	}
-	ws, byDCD, err := r.dynamoObjects(ctx, dgd, dy, counts, len(sets) > 0)
+	ws, byDCD, err := r.dynamoObjects(ctx, dgd, dy, counts)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -86,13 +86,15 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 
 // dynamoObjects reads Dynamo's workloads and Services of dgd past the cache: its worker
 // workloads (Deployments, LeaderWorkerSets) as workloads, its stable ones and its
-// Services into dy; byDCD says whether any of them is controlled (by a DCD). onGrove:
-// Dynamo runs the graph in a PodCliqueSet, whose component Services `<dgd>-<component>`
-// the DGD controls (ai-dynamo/dynamo deploy/operator/internal/controller/
+// Services into dy; byDCD says whether any of them is controlled (by a DCD). On its
+// Grove pathway Dynamo's component Services `<dgd>-<component>` are controlled by the
+// DGD (ai-dynamo/dynamo deploy/operator/internal/controller/
 // dgd_grove_stable_resources_reconciler.go reconcileComponentService, SyncResource
-// with the DGD as owner): those without our label are Dynamo's too.
+// with the DGD as owner): a Service of the graph the DGD controls without our label is
+// Dynamo's too, and stays so once Dynamo's PodCliqueSet is gone (it is deleted at the
+// end of the take-over, as the others are).
 func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
-	counts map[backends.Key]int32, onGrove bool) (ws []decide.Workload, byDCD bool, err error) {
+	counts map[backends.Key]int32) (ws []decide.Workload, byDCD bool, err error) {
 	in := []client.ListOption{client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}}
 	objs, err := r.dynamoWorkloadObjects(ctx, dgd, in)
 	if err != nil {
@@ -123,7 +125,7 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		return nil, false, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	for i := range svcs.Items {
-		if svc := &svcs.Items[i]; dynamos(svc) || onGrove && metav1.IsControlledBy(svc, dgd) && svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
+		if svc := &svcs.Items[i]; dynamos(svc) || metav1.IsControlledBy(svc, dgd) && svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
 			dy.Services = append(dy.Services, svcs.Items[i])
 			byDCD = byDCD || dynamos(svc) && metav1.GetControllerOf(svc) != nil
 		}

@@ -160,7 +160,7 @@ func TestDynamoObjectsLeaderWorkerSets(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(set("g-decode-d1a2b3c4-0", "decode", "d1a2b3c4"), set("g-frontend-0", "Frontend", "")).Build()
 	r := &Reconciler{APIReader: c, Backends: backends.NewRegistry().Register(v1alpha1.BackendLeaderWorkerSet, lws.New(nil, nil, render.Config{}))}
 	dy := &decide.Dynamo{}
-	ws, byDCD, err := r.dynamoObjects(context.Background(), dgd, dy, map[backends.Key]int32{{Service: "decode", Hash: "d1a2b3c4"}: 2}, false)
+	ws, byDCD, err := r.dynamoObjects(context.Background(), dgd, dy, map[backends.Key]int32{{Service: "decode", Hash: "d1a2b3c4"}: 2})
 	if err != nil || !byDCD {
 		t.Fatalf("err %v, byDCD %v", err, byDCD)
 	}
