@@ -135,7 +135,9 @@ func floor(pcs *grovev1.PodCliqueSet, pl placement) int32 {
 // the template but keeps its replicas, "if an HPA is mutating the number of replicas,
 // then it should not be overwritten by the template spec replicas": ai-dynamo/grove
 // operator/internal/controller/podcliqueset/components/podclique/podclique.go
-// buildResource; the PCSG likewise, components/podcliquescalinggroup; FACTS.md: a
+// buildResource; a PCSG's replicas are set only when it is created, "post-creation
+// scaling must be done directly on the PCSG resource, not via PCS template":
+// components/podcliquescalinggroup/podcliquescalinggroup.go buildResource; FACTS.md: a
 // scale sticks, a template count reaches no existing object), and the template in step
 // for an object Grove recreates. pcs is read past the cache (it is not ours).
 func (b *Backend) ScaleDynamo(ctx context.Context, namespace, pcs, service string, replicas int32) error {
