@@ -184,103 +184,112 @@ func (c *capacity) low(name string, replicas int32) {
 
 var _ = Describe("a graph Dynamo's operator runs on Grove (moving over)", func() {
 	It("is taken over: ours rolls out beside Dynamo's PodCliqueSet under the budgets, Dynamo's workers drained to their floor, its PodCliqueSet deleted whole once ours is ready, its Services and finalizer released", func() {
-		ns := newNamespace()
-		obj := onGrove(harness.NewDGD(ns, "g").Disagg(2, 2, "vllm:v1").Multinode("prefill", 2).Rollout("1", "0")).Obj()
-		obj.Finalizers = []string{decide.DynamoFinalizer}
-		Expect(env.Client.Create(ctx, obj)).To(Succeed())
-		theirs, svcs := dynamoGrove(obj, "d1a2b3c4")
-		Expect(env.Client.Create(ctx, theirs)).To(Succeed())
-		for _, s := range svcs {
-			Expect(env.Client.Create(ctx, s)).To(Succeed())
-		}
-		By("Dynamo's operator ran it: its PodCliqueSet serves, ours writes nothing while Dynamo's operator may act")
-		Eventually(func(g Gomega) {
-			_, err := env.PlayGrove(ctx, ns, obj.Name, -1)
-			g.Expect(err).NotTo(HaveOccurred())
-			var q grovev1.PodClique
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-0-decode"}, &q)).To(Succeed())
-			g.Expect(q.Status.ReadyReplicas).To(Equal(int32(2)))
-			var pg grovev1.PodCliqueScalingGroup
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-0-prefill"}, &pg)).To(Succeed())
-			g.Expect(pg.Status.AvailableReplicas).To(Equal(int32(2)))
-			var fe grovev1.PodClique
-			g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-0-frontend"}, &fe)).To(Succeed())
-			g.Expect(fe.Status.ReadyReplicas).To(Equal(int32(1)))
-		}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
-		Eventually(func(g Gomega) {
-			var d v1alpha1.DynamoGraphDeployment
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &d)).To(Succeed())
-			c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonDynamoOperatorActive))
-		}).Should(Succeed())
-		var sets grovev1.PodCliqueSetList
-		Expect(env.Client.List(ctx, &sets, client.InNamespace(ns))).To(Succeed())
-		Expect(sets.Items).To(HaveLen(1), "nothing of ours beside Dynamo's before the Lease")
-
-		capa := &capacity{seen: map[string]bool{}, peakPods: map[string]int{}, minReady: map[string]int32{}, dynamoLow: map[string]int32{}}
-		want := map[string]int32{"Frontend": 1, "decode": 2, "prefill": 2}
-		stop, err := env.Watch(ctx, ns, func(r client.Reader) { capa.check(r, theirs.Name, want) },
-			&grovev1.PodCliqueSet{}, &grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{}, &corev1.Pod{})
-		Expect(err).NotTo(HaveOccurred())
-		DeferCleanup(stop)
-
-		By("the Lease held: the take-over")
-		start := time.Now()
-		Expect(env.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: decide.DynamoScopeLease},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("moving-to-dgd-rollout"), LeaseDurationSeconds: ptr.To[int32](86400),
-				RenewTime: &metav1.MicroTime{Time: time.Now()}}})).To(Succeed())
-		Eventually(func(g Gomega) {
-			changed, err := env.PlayGrove(ctx, ns, obj.Name, 1)
-			g.Expect(err).NotTo(HaveOccurred())
-			if !changed {
-				time.Sleep(100 * time.Millisecond) // the operator's next pass
-			}
-			var d v1alpha1.DynamoGraphDeployment
-			g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &d)).To(Succeed())
-			g.Expect(d.Finalizers).NotTo(ContainElement(decide.DynamoFinalizer), "Dynamo's finalizer released")
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
-			var p grovev1.PodCliqueSet
-			err = env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), &p)
-			g.Expect(apierrors.IsNotFound(err) || p.UID != theirs.UID).To(BeTrue(), "Dynamo's PodCliqueSet deleted")
-		}, 3*time.Minute, 50*time.Millisecond).Should(Succeed())
-		took := time.Since(start)
-
-		By("nothing of Dynamo's is left, its frontend Service adopted")
-		Eventually(func(g Gomega) {
-			_, err := env.PlayGrove(ctx, ns, obj.Name, -1) // the garbage collector of Dynamo's cliques and pods
-			g.Expect(err).NotTo(HaveOccurred())
-			var pods corev1.PodList
-			g.Expect(env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{apicommon.LabelPartOfKey: theirs.Name})).To(Succeed())
-			g.Expect(pods.Items).To(BeEmpty(), "pods of Dynamo's PodCliqueSet")
-			var pclqs grovev1.PodCliqueList
-			g.Expect(env.Client.List(ctx, &pclqs, client.InNamespace(ns), client.MatchingLabels{apicommon.LabelPartOfKey: theirs.Name})).To(Succeed())
-			g.Expect(pclqs.Items).To(BeEmpty(), "PodCliques of Dynamo's PodCliqueSet")
-		}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-		for _, s := range svcs {
-			var got corev1.Service
-			err := env.Client.Get(ctx, client.ObjectKeyFromObject(s), &got)
-			if s.Name == "g-frontend" {
-				Expect(err).NotTo(HaveOccurred())
-				Expect(got.UID).To(Equal(s.UID), "Dynamo's frontend Service adopted, never deleted")
-				Expect(got.Labels[v1alpha1.LabelManagedBy]).To(Equal(v1alpha1.ManagedByValue))
-				continue
-			}
-			Expect(apierrors.IsNotFound(err) || !got.DeletionTimestamp.IsZero()).To(BeTrue(), "Dynamo's Service %s deleted", s.Name)
-		}
-		Expect(env.Client.List(ctx, &sets, client.InNamespace(ns))).To(Succeed())
-		for _, p := range sets.Items {
-			Expect(p.Annotations).To(HaveKey(grove.AnnotationCliques), "only ours left: %s", p.Name)
-		}
-
-		capa.mu.Lock()
-		defer capa.mu.Unlock()
-		GinkgoWriter.Printf("%s Grove take-over: %s after the Lease; %d events judged; peak pods %v; least ready %v; Dynamo's components' least replicas %v\n",
-			ns, took.Round(100*time.Millisecond), capa.events, capa.peakPods, capa.minReady, capa.dynamoLow)
-		AddReportEntry("grove take-over", fmt.Sprintf("%s after the Lease, peak pods %v, least ready %v, Dynamo's least replicas %v",
-			took.Round(100*time.Millisecond), capa.peakPods, capa.minReady, capa.dynamoLow))
-		Expect(capa.violations).To(BeEmpty(), "states with fewer ready than the budgets allow")
-		Expect(capa.dynamoLow).To(Equal(map[string]int32{"g-0-frontend": 1, "g-0-decode": 1, "g-0-prefill": 1}),
-			"Dynamo's workers scaled down to their floor (minAvailable 1), never below; its frontend untouched")
+		takeOverGrove("d1a2b3c4")
+	})
+	It("is taken over when Dynamo's worker cliques carry no worker hash (a graph of before Dynamo's Grove worker hashes: the legacy revision)", func() {
+		takeOverGrove("")
 	})
 })
+
+// takeOverGrove plays the take-over of a graph Dynamo's operator runs on Grove whose
+// worker cliques carry hash (or none) and checks it at every state (capacity).
+func takeOverGrove(hash string) {
+	ns := newNamespace()
+	obj := onGrove(harness.NewDGD(ns, "g").Disagg(2, 2, "vllm:v1").Multinode("prefill", 2).Rollout("1", "0")).Obj()
+	obj.Finalizers = []string{decide.DynamoFinalizer}
+	Expect(env.Client.Create(ctx, obj)).To(Succeed())
+	theirs, svcs := dynamoGrove(obj, hash)
+	Expect(env.Client.Create(ctx, theirs)).To(Succeed())
+	for _, s := range svcs {
+		Expect(env.Client.Create(ctx, s)).To(Succeed())
+	}
+	By("Dynamo's operator ran it: its PodCliqueSet serves, ours writes nothing while Dynamo's operator may act")
+	Eventually(func(g Gomega) {
+		_, err := env.PlayGrove(ctx, ns, obj.Name, -1)
+		g.Expect(err).NotTo(HaveOccurred())
+		var q grovev1.PodClique
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-0-decode"}, &q)).To(Succeed())
+		g.Expect(q.Status.ReadyReplicas).To(Equal(int32(2)))
+		var pg grovev1.PodCliqueScalingGroup
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-0-prefill"}, &pg)).To(Succeed())
+		g.Expect(pg.Status.AvailableReplicas).To(Equal(int32(2)))
+		var fe grovev1.PodClique
+		g.Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "g-0-frontend"}, &fe)).To(Succeed())
+		g.Expect(fe.Status.ReadyReplicas).To(Equal(int32(1)))
+	}, 60*time.Second, 200*time.Millisecond).Should(Succeed())
+	Eventually(func(g Gomega) {
+		var d v1alpha1.DynamoGraphDeployment
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &d)).To(Succeed())
+		c := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
+		g.Expect(c).NotTo(BeNil())
+		g.Expect(c.Reason).To(Equal(v1alpha1.ReasonDynamoOperatorActive))
+	}).Should(Succeed())
+	var sets grovev1.PodCliqueSetList
+	Expect(env.Client.List(ctx, &sets, client.InNamespace(ns))).To(Succeed())
+	Expect(sets.Items).To(HaveLen(1), "nothing of ours beside Dynamo's before the Lease")
+
+	capa := &capacity{seen: map[string]bool{}, peakPods: map[string]int{}, minReady: map[string]int32{}, dynamoLow: map[string]int32{}}
+	want := map[string]int32{"Frontend": 1, "decode": 2, "prefill": 2}
+	stop, err := env.Watch(ctx, ns, func(r client.Reader) { capa.check(r, theirs.Name, want) },
+		&grovev1.PodCliqueSet{}, &grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{}, &corev1.Pod{})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(stop)
+
+	By("the Lease held: the take-over")
+	start := time.Now()
+	Expect(env.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: decide.DynamoScopeLease},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("moving-to-dgd-rollout"), LeaseDurationSeconds: ptr.To[int32](86400),
+			RenewTime: &metav1.MicroTime{Time: time.Now()}}})).To(Succeed())
+	Eventually(func(g Gomega) {
+		changed, err := env.PlayGrove(ctx, ns, obj.Name, 1)
+		g.Expect(err).NotTo(HaveOccurred())
+		if !changed {
+			time.Sleep(100 * time.Millisecond) // the operator's next pass
+		}
+		var d v1alpha1.DynamoGraphDeployment
+		g.Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(obj), &d)).To(Succeed())
+		g.Expect(d.Finalizers).NotTo(ContainElement(decide.DynamoFinalizer), "Dynamo's finalizer released")
+		g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, v1alpha1.ConditionReady)).To(BeTrue())
+		var p grovev1.PodCliqueSet
+		err = env.Client.Get(ctx, client.ObjectKeyFromObject(theirs), &p)
+		g.Expect(apierrors.IsNotFound(err) || p.UID != theirs.UID).To(BeTrue(), "Dynamo's PodCliqueSet deleted")
+	}, 3*time.Minute, 50*time.Millisecond).Should(Succeed())
+	took := time.Since(start)
+
+	By("nothing of Dynamo's is left, its frontend Service adopted")
+	Eventually(func(g Gomega) {
+		_, err := env.PlayGrove(ctx, ns, obj.Name, -1) // the garbage collector of Dynamo's cliques and pods
+		g.Expect(err).NotTo(HaveOccurred())
+		var pods corev1.PodList
+		g.Expect(env.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{apicommon.LabelPartOfKey: theirs.Name})).To(Succeed())
+		g.Expect(pods.Items).To(BeEmpty(), "pods of Dynamo's PodCliqueSet")
+		var pclqs grovev1.PodCliqueList
+		g.Expect(env.Client.List(ctx, &pclqs, client.InNamespace(ns), client.MatchingLabels{apicommon.LabelPartOfKey: theirs.Name})).To(Succeed())
+		g.Expect(pclqs.Items).To(BeEmpty(), "PodCliques of Dynamo's PodCliqueSet")
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	for _, s := range svcs {
+		var got corev1.Service
+		err := env.Client.Get(ctx, client.ObjectKeyFromObject(s), &got)
+		if s.Name == "g-frontend" {
+			Expect(err).NotTo(HaveOccurred())
+			Expect(got.UID).To(Equal(s.UID), "Dynamo's frontend Service adopted, never deleted")
+			Expect(got.Labels[v1alpha1.LabelManagedBy]).To(Equal(v1alpha1.ManagedByValue))
+			continue
+		}
+		Expect(apierrors.IsNotFound(err) || !got.DeletionTimestamp.IsZero()).To(BeTrue(), "Dynamo's Service %s deleted", s.Name)
+	}
+	Expect(env.Client.List(ctx, &sets, client.InNamespace(ns))).To(Succeed())
+	for _, p := range sets.Items {
+		Expect(p.Annotations).To(HaveKey(grove.AnnotationCliques), "only ours left: %s", p.Name)
+	}
+
+	capa.mu.Lock()
+	defer capa.mu.Unlock()
+	GinkgoWriter.Printf("%s Grove take-over (worker hash %q): %s after the Lease; %d events judged; peak pods %v; least ready %v; Dynamo's components' least replicas %v\n",
+		ns, hash, took.Round(100*time.Millisecond), capa.events, capa.peakPods, capa.minReady, capa.dynamoLow)
+	AddReportEntry("grove take-over", fmt.Sprintf("%s after the Lease, peak pods %v, least ready %v, Dynamo's least replicas %v",
+		took.Round(100*time.Millisecond), capa.peakPods, capa.minReady, capa.dynamoLow))
+	Expect(capa.violations).To(BeEmpty(), "states with fewer ready than the budgets allow")
+	Expect(capa.dynamoLow).To(Equal(map[string]int32{"g-0-frontend": 1, "g-0-decode": 1, "g-0-prefill": 1}),
+		"Dynamo's workers scaled down to their floor (minAvailable 1), never below; its frontend untouched")
+}
