@@ -3,6 +3,7 @@ package controllers
 import (
 	"testing"
 
+	apicommon "github.com/ai-dynamo/grove/operator/api/common"
 	appsv1 "k8s.io/api/apps/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
@@ -127,5 +129,41 @@ func TestDynamoPod(t *testing.T) {
 		if got := dynamoPod(c.labels); got != c.want {
 			t.Errorf("dynamoPod(%v) = %v, want %v", c.labels, got, c.want)
 		}
+	}
+}
+
+// The gangs of Dynamo's Grove PodCliqueSet being taken over count routable by their
+// `-ldr` pod, through the Grove backend (runsPods: a workload grouped under a
+// PodCliqueSet), and its hashless worker pods (managed-by grove-operator, which Grove
+// sets over the template's labels) are keyed legacy like their workload. Without the
+// Grove backend none would count, and the planner would drain them at once.
+func TestRoutableCountsDynamoGroveGangs(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().Register(v1alpha1.BackendGrove, grove.New(nil, nil, render.Config{}))}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"},
+		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+			"prefill": {ComponentType: v1alpha1.ComponentTypePrefill}}}}
+	pod := func(name, clique string) metav1.PartialObjectMetadata {
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), Labels: map[string]string{
+			v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "prefill", v1alpha1.LabelManagedBy: "grove-operator",
+			apicommon.LabelPartOfKey: "g", apicommon.LabelPodCliqueScalingGroup: "g-0-prefill", apicommon.LabelPodClique: clique}}}
+	}
+	pods := []metav1.PartialObjectMetadata{pod("l0", "g-0-prefill-0-prefill-ldr"), pod("w0", "g-0-prefill-0-prefill-wkr"),
+		pod("l1", "g-0-prefill-1-prefill-ldr"), pod("w1", "g-0-prefill-1-prefill-wkr")}
+	key := backends.Key{Service: "prefill", Hash: legacyHash}
+	if k := podKey(dgd, pods[0].Labels); k != key {
+		t.Fatalf("Dynamo's Grove pod keyed %+v, want %+v", k, key)
+	}
+	w := decide.Workload{Backend: decide.DynamoBackend, Workload: backends.Workload{Key: key, Kind: "PodCliqueScalingGroup", Name: "g-0-prefill",
+		Group: &backends.ObjectRef{Kind: grove.Kind, Name: "g", UID: "pcs-uid"}, Replicas: 2, Ready: 2}}
+	ready := map[string]map[types.UID]bool{}
+	for _, p := range pods {
+		ready[p.Name] = map[types.UID]bool{p.UID: true}
+	}
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[key] != 2 {
+		t.Errorf("routable %v: want 2 (the two leaders)", got)
+	}
+	r.Backends = backends.NewRegistry()
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[key] != 0 {
+		t.Errorf("without the Grove backend: routable %v, want none", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apicommon "github.com/ai-dynamo/grove/operator/api/common"
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -61,15 +62,15 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		return nil, nil, nil
 	}
 	dy := &decide.Dynamo{Pods: theirs, Finalizer: fin}
+	sets, err := r.dynamoPodCliqueSets(ctx, dgd, dy, pods, counts)
+	if err != nil {
+		return nil, nil, err
+	}
 	ws, byDCD, err := r.dynamoObjects(ctx, dgd, dy, counts)
 	if err != nil {
 		return nil, nil, err
 	}
-	sets, err := r.dynamoPodCliqueSets(ctx, dgd)
-	if err != nil {
-		return nil, nil, err
-	}
-	dy.Unsupported = append(dy.Unsupported, sets...)
+	ws = append(ws, sets...)
 	dcds, _, err := r.listDCDs(ctx, dgd)
 	if err != nil {
 		return nil, nil, err
@@ -88,7 +89,13 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 
 // dynamoObjects reads Dynamo's workloads and Services of dgd past the cache: its worker
 // workloads (Deployments, LeaderWorkerSets) as workloads, its stable ones and its
-// Services into dy; byDCD says whether any of them is controlled (by a DCD).
+// Services into dy; byDCD says whether any of them is controlled (by a DCD). On its
+// Grove pathway Dynamo's component Services `<dgd>-<component>` are controlled by the
+// DGD (ai-dynamo/dynamo deploy/operator/internal/controller/
+// dgd_grove_stable_resources_reconciler.go reconcileComponentService, SyncResource
+// with the DGD as owner): a Service of the graph the DGD controls without our label is
+// Dynamo's too, and stays so once Dynamo's PodCliqueSet is gone (it is deleted at the
+// end of the take-over, as the others are).
 func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
 	counts map[backends.Key]int32) (ws []decide.Workload, byDCD bool, err error) {
 	in := []client.ListOption{client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name}}
@@ -121,9 +128,9 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 		return nil, false, fmt.Errorf("listing Dynamo's Services of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
 	for i := range svcs.Items {
-		if dynamos(&svcs.Items[i]) {
+		if svc := &svcs.Items[i]; dynamos(svc) || metav1.IsControlledBy(svc, dgd) && svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
 			dy.Services = append(dy.Services, svcs.Items[i])
-			byDCD = byDCD || metav1.GetControllerOf(&svcs.Items[i]) != nil
+			byDCD = byDCD || dynamos(svc) && metav1.GetControllerOf(svc) != nil
 		}
 	}
 	return ws, byDCD, nil
@@ -162,13 +169,16 @@ func (r *Reconciler) dynamoWorkloadObjects(ctx context.Context, dgd *v1alpha1.Dy
 	return out, nil
 }
 
-// dynamoPodCliqueSets lists, past the cache (metadata only), the PodCliqueSets of dgd's
+// dynamoPodCliqueSets finds, past the cache (metadata only), the PodCliqueSets of dgd's
 // namespace that dgd controls and this operator did not make (grove.NotOurs): the one
 // Dynamo's operator runs the whole graph in on its Grove pathway, named after the DGD
 // (ai-dynamo/dynamo internal/dynamo/graph.go GenerateGrovePodCliqueSet). It carries no
 // label of the graph's, hence the namespace's list. None when Grove's CRD is not
-// served. The take-over does not handle them yet (decide: ReasonDynamoTakeOverUnsupported).
-func (r *Reconciler) dynamoPodCliqueSets(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.ObjectRef, error) {
+// served. Each is taken over (dynamoGroveSet) when the Grove backend runs and its shape
+// is one the take-over handles (grove.DynamoShape); otherwise it goes to
+// dy.Unsupported and the pass writes nothing.
+func (r *Reconciler) dynamoPodCliqueSets(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
+	pods []metav1.PartialObjectMetadata, counts map[backends.Key]int32) ([]decide.Workload, error) {
 	gvk := grovev1.SchemeGroupVersion.WithKind(grove.Kind)
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(grove.Kind + "List"))
@@ -178,13 +188,82 @@ func (r *Reconciler) dynamoPodCliqueSets(ctx context.Context, dgd *v1alpha1.Dyna
 	case err != nil:
 		return nil, fmt.Errorf("listing the PodCliqueSets of namespace %s: %w", dgd.Namespace, err)
 	}
-	var out []backends.ObjectRef
+	var out []decide.Workload
 	for i := range list.Items {
-		if p := &list.Items[i]; metav1.IsControlledBy(p, dgd) && grove.NotOurs(gvk, p) {
-			out = append(out, backends.ObjectRef{Kind: grove.Kind, Name: p.Name, UID: p.UID})
+		p := &list.Items[i]
+		if !metav1.IsControlledBy(p, dgd) || !grove.NotOurs(gvk, p) {
+			continue
 		}
+		ws, why, err := r.dynamoGroveSet(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		if why != "" {
+			dy.Unsupported = append(dy.Unsupported, backends.ObjectRef{Kind: grove.Kind, Name: p.Name, UID: p.UID})
+			dy.Shapes = append(dy.Shapes, fmt.Sprintf("%s %s: %s", grove.Kind, p.Name, why))
+			continue
+		}
+		out = append(out, r.dynamoGroveWorkers(dgd, dy, ws, counts)...)
+		dy.Pods += groveMembers(pods, p.Name)
 	}
 	return out, nil
+}
+
+// dynamoGroveSet reads one of Dynamo's PodCliqueSets (whole, past the cache: it is not
+// ours) and its components through the Grove backend, or says why it is not taken over.
+func (r *Reconciler) dynamoGroveSet(ctx context.Context, p *metav1.PartialObjectMetadata) ([]grove.DynamoComponent, string, error) {
+	b, ok := r.Backends.ByKind(grove.Kind).(*grove.Backend)
+	if !ok {
+		return nil, "this operator runs no Grove backend", nil
+	}
+	var pcs grovev1.PodCliqueSet
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(p), &pcs); apierrors.IsNotFound(err) {
+		return nil, "", nil
+	} else if err != nil {
+		return nil, "", fmt.Errorf("reading Dynamo's PodCliqueSet %s/%s: %w", p.Namespace, p.Name, err)
+	}
+	if why := grove.DynamoShape(&pcs); why != "" {
+		return nil, why, nil
+	}
+	ws, err := b.ObserveDynamo(ctx, &pcs)
+	return ws, "", err
+}
+
+// dynamoGroveWorkers are the worker components of Dynamo's PodCliqueSet as workloads of
+// decide.DynamoBackend (a worker hash their cliques lack is legacyHash, as for
+// Dynamo's other hashless workers), their floors in dy. Its other components
+// (frontend, planner) are no workload: they serve until the PodCliqueSet is deleted
+// whole, once ours are ready (decide/dynamo_grove.go).
+func (r *Reconciler) dynamoGroveWorkers(dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo, cs []grove.DynamoComponent,
+	counts map[backends.Key]int32) []decide.Workload {
+	var out []decide.Workload
+	for _, c := range cs {
+		if svc := dgd.Spec.Services[c.Service]; svc != nil && !svc.IsWorker() {
+			continue
+		}
+		if c.Hash == "" {
+			c.Hash = legacyHash
+		}
+		if dy.Floors == nil {
+			dy.Floors = map[string]int32{}
+		}
+		dy.Floors[c.Name] = c.Floor
+		out = append(out, decide.Workload{Backend: decide.DynamoBackend, Pods: counts[c.Key], Workload: c.Workload})
+	}
+	return out
+}
+
+// groveMembers counts the pods Grove made for the PodCliqueSet named pcs (Grove labels
+// each with app.kubernetes.io/part-of: <pcs>, api/common/labels.go
+// GetDefaultLabelsForPodCliqueSetManagedResources).
+func groveMembers(pods []metav1.PartialObjectMetadata, pcs string) int {
+	n := 0
+	for i := range pods {
+		if l := pods[i].Labels; l[apicommon.LabelPartOfKey] == pcs && l[apicommon.LabelManagedByKey] == apicommon.LabelManagedByValue {
+			n++
+		}
+	}
+	return n
 }
 
 // dynamoPod reports whether a pod of the DGD (its labels) was made by Dynamo's operator
@@ -243,10 +322,19 @@ const legacyHash = "legacy"
 // workers for an old revision with nothing ready and drain them at once.
 func podKey(dgd *v1alpha1.DynamoGraphDeployment, labels map[string]string) backends.Key {
 	key := backends.Key{Service: labels[v1alpha1.LabelService], Hash: labels[v1alpha1.LabelWorkerHash]}
-	if svc := dgd.Spec.Services[key.Service]; key.Hash == "" && svc != nil && svc.IsWorker() && dynamoPod(labels) {
+	if svc := dgd.Spec.Services[key.Service]; key.Hash == "" && svc != nil && svc.IsWorker() && (dynamoPod(labels) || groveMember(labels)) {
 		key.Hash = legacyHash
 	}
 	return key
+}
+
+// groveMember reports whether a pod (its labels) is one Grove made: Grove labels its
+// pods managed-by grove-operator over the template's labels. A worker pod of ours on
+// Grove always carries its worker hash, so a hashless worker pod Grove made runs in
+// Dynamo's PodCliqueSet, whose cliques carry no hash unless the pod template does
+// (ai-dynamo/dynamo internal/dynamo/graph.go generateLabels).
+func groveMember(labels map[string]string) bool {
+	return labels[apicommon.LabelManagedByKey] == apicommon.LabelManagedByValue
 }
 
 // sharePods counts the pods of workloads of one key once: counts are per (component,
@@ -287,6 +375,11 @@ func sharePods(ws []decide.Workload) {
 // pass after the Lease).
 func (r *Reconciler) runsPods(w decide.Workload) backends.Backend {
 	if w.Backend == decide.DynamoBackend {
+		if w.Group != nil && w.Group.Kind == grove.Kind {
+			// A component of Dynamo's PodCliqueSet: pods of a clique or a scaling
+			// group's gangs, as Grove runs ours (a gang's runtime in its `-ldr` clique).
+			return r.Backends.ByKind(grove.Kind)
+		}
 		return r.Backends.ByKind(w.Kind)
 	}
 	return r.Backends.ByKind(w.Backend)
@@ -343,6 +436,9 @@ func (r *Reconciler) dynamoStopped(ctx context.Context, dgd *v1alpha1.DynamoGrap
 // precondition is the UID observed. The object is of the type the backend of its kind
 // manages (a Deployment, a LeaderWorkerSet).
 func (r *Reconciler) writeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w decide.Write) error {
+	if g := w.Workload.Group; g != nil && g.Kind == grove.Kind {
+		return r.writeDynamoGrove(ctx, dgd, w)
+	}
 	b := r.Backends.ByKind(w.Workload.Kind)
 	if b == nil {
 		return fmt.Errorf("no backend runs %s, the kind of Dynamo's workload %s/%s", w.Workload.Kind, dgd.Namespace, w.Workload.Name)
@@ -359,6 +455,25 @@ func (r *Reconciler) writeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGraphD
 		}
 	case decide.DeleteWorkload:
 		return backends.DeleteObject(ctx, r.Client, obj, w.Workload.Kind)
+	}
+	return nil
+}
+
+// writeDynamoGrove scales a component of Dynamo's PodCliqueSet as the Grove backend
+// scales its own (grove.Backend.ScaleDynamo), or deletes the PodCliqueSet whole, with
+// the UID observed as precondition.
+func (r *Reconciler) writeDynamoGrove(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w decide.Write) error {
+	b, ok := r.Backends.ByKind(grove.Kind).(*grove.Backend)
+	if !ok {
+		return fmt.Errorf("no Grove backend runs Dynamo's PodCliqueSet %s/%s", dgd.Namespace, w.Workload.Group.Name)
+	}
+	g := w.Workload.Group
+	switch w.Op {
+	case decide.Scale:
+		return b.ScaleDynamo(ctx, dgd.Namespace, g.Name, w.Workload.Service, w.Replicas)
+	case decide.DeleteWorkload:
+		pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: g.Name, UID: g.UID}}
+		return backends.DeleteObject(ctx, r.Client, pcs, grove.Kind)
 	}
 	return nil
 }

@@ -37,10 +37,34 @@ func TestSharePods(t *testing.T) {
 	}
 }
 
+// dynamoPCS is a PodCliqueSet as Dynamo's operator renders a disaggregated graph on
+// Grove (ai-dynamo/dynamo internal/dynamo/graph.go GenerateGrovePodCliqueSet): the DGD's
+// name, controlled by it, a standalone clique per single-node component (minAvailable
+// 1), a scaling group `<component>` of `<component>-ldr` and `<component>-wkr` for a
+// multinode one; every clique labelled with its component, none with a worker hash.
+func dynamoPCS(name string, owner types.UID, annotations map[string]string) *grovev1.PodCliqueSet {
+	clique := func(name, component string, replicas int32) *grovev1.PodCliqueTemplateSpec {
+		return &grovev1.PodCliqueTemplateSpec{Name: name, Labels: map[string]string{v1alpha1.LabelService: component},
+			Spec: grovev1.PodCliqueSpec{Replicas: replicas, MinAvailable: ptr.To(replicas)}}
+	}
+	fe, dec := clique("frontend", "Frontend", 1), clique("decode", "decode", 2)
+	dec.Spec.MinAvailable = ptr.To[int32](1)
+	return &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid"), Annotations: annotations,
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: "DynamoGraphDeployment", Name: "g", UID: owner, Controller: ptr.To(true)}}},
+		Spec: grovev1.PodCliqueSetSpec{Replicas: 1, Template: grovev1.PodCliqueSetTemplateSpec{
+			Cliques: []*grovev1.PodCliqueTemplateSpec{fe, dec, clique("prefill-ldr", "prefill", 1), clique("prefill-wkr", "prefill", 1)},
+			PodCliqueScalingGroupConfigs: []grovev1.PodCliqueScalingGroupConfig{{Name: "prefill", CliqueNames: []string{"prefill-ldr", "prefill-wkr"},
+				Replicas: ptr.To[int32](2), MinAvailable: ptr.To[int32](1)}}}}}
+}
+
 // Dynamo's Grove pathway: the PodCliqueSet the DGD controls that carries no mark of ours
-// (grove.NotOurs) is Dynamo's, and is reported (the pass then stops:
-// ReasonDynamoTakeOverUnsupported); ours (AnnotationCliques) and another DGD's are not.
-// A cluster without Grove's CRD has none.
+// (grove.NotOurs) is Dynamo's; ours (AnnotationCliques) and another DGD's are not. With
+// the Grove backend running, its worker components are workloads of revision 0 (the
+// legacy hash: its cliques carry none), read from Grove's PodClique (ready pods) and
+// PodCliqueScalingGroup (available gangs), grouped under it, with their floors
+// (minAvailable); its frontend is no workload. Without the Grove backend, or of a shape
+// not taken over (a GPU memory service clique beside the engine's), it is held
+// (Unsupported, with why). A cluster without Grove's CRD has none.
 func TestDynamoPodCliqueSets(t *testing.T) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{v1alpha1.AddToScheme, grovev1.AddToScheme} {
@@ -48,24 +72,64 @@ func TestDynamoPodCliqueSets(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "dgd-uid"}}
-	pcs := func(name string, owner types.UID, annotations map[string]string) *grovev1.PodCliqueSet {
-		return &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name + "-uid"), Annotations: annotations,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: "DynamoGraphDeployment", Name: "g", UID: owner, Controller: ptr.To(true)}}}}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g", UID: "dgd-uid"},
+		Spec: v1alpha1.DynamoGraphDeploymentSpec{Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{
+			"Frontend": {ComponentType: v1alpha1.ComponentTypeFrontend}, "decode": {ComponentType: v1alpha1.ComponentTypeDecode},
+			"prefill": {ComponentType: v1alpha1.ComponentTypePrefill}}}}
+	theirs := dynamoPCS("g", "dgd-uid", map[string]string{"team": "a"})
+	owned := func(o interface{ SetOwnerReferences([]metav1.OwnerReference) }) {
+		o.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "grove.io/v1alpha1", Kind: grove.Kind, Name: "g", UID: theirs.UID, Controller: ptr.To(true)}})
 	}
-	c := fake.NewClientBuilder().WithScheme(s).WithObjects(
-		pcs("g", "dgd-uid", map[string]string{"team": "a"}),                     // Dynamo's
-		pcs("g-1", "dgd-uid", map[string]string{grove.AnnotationCliques: "{}"}), // ours
-		pcs("h", "other-uid", nil),                                              // another DGD's
+	pclq := &grovev1.PodClique{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g-0-decode"},
+		Spec: grovev1.PodCliqueSpec{Replicas: 2}, Status: grovev1.PodCliqueStatus{ReadyReplicas: 2, Replicas: 2}}
+	pcsg := &grovev1.PodCliqueScalingGroup{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g-0-prefill"},
+		Spec: grovev1.PodCliqueScalingGroupSpec{Replicas: 2}, Status: grovev1.PodCliqueScalingGroupStatus{AvailableReplicas: 1, Replicas: 2}}
+	owned(pclq)
+	owned(pcsg)
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(theirs, pclq, pcsg,
+		dynamoPCS("g-1", "dgd-uid", map[string]string{grove.AnnotationCliques: "{}"}), // ours
+		dynamoPCS("h", "other-uid", nil),                                              // another DGD's
 	).Build()
-	r := &Reconciler{APIReader: c}
-	got, err := r.dynamoPodCliqueSets(context.Background(), dgd)
-	if err != nil || len(got) != 1 || got[0].Name != "g" || got[0].Kind != grove.Kind {
-		t.Fatalf("got %v, %v: want Dynamo's PodCliqueSet g alone", got, err)
+	pods := []metav1.PartialObjectMetadata{{ObjectMeta: metav1.ObjectMeta{Name: "p", Labels: map[string]string{"app.kubernetes.io/part-of": "g", v1alpha1.LabelManagedBy: "grove-operator"}}}}
+
+	r := &Reconciler{APIReader: c, Backends: backends.NewRegistry()}
+	dy := &decide.Dynamo{}
+	if ws, err := r.dynamoPodCliqueSets(context.Background(), dgd, dy, pods, nil); err != nil || len(ws) != 0 ||
+		len(dy.Unsupported) != 1 || dy.Unsupported[0].Name != "g" || len(dy.Shapes) != 1 {
+		t.Fatalf("no Grove backend: workloads %v, unsupported %v (%v), %v: want Dynamo's PodCliqueSet g held", ws, dy.Unsupported, dy.Shapes, err)
 	}
+
+	r.Backends = backends.NewRegistry().Register(v1alpha1.BackendGrove, grove.New(c, s, render.Config{}))
+	dy = &decide.Dynamo{}
+	ws, err := r.dynamoPodCliqueSets(context.Background(), dgd, dy, pods, map[backends.Key]int32{{Service: "decode", Hash: legacyHash}: 2})
+	if err != nil || len(dy.Unsupported) != 0 || len(ws) != 2 || dy.Pods != 1 {
+		t.Fatalf("workloads %+v, unsupported %v, pods %d, %v: want decode and prefill of Dynamo's g, 1 pod", ws, dy.Unsupported, dy.Pods, err)
+	}
+	dec, pre := ws[0], ws[1]
+	if dec.Kind != "PodClique" || dec.Name != "g-0-decode" || dec.Key != (backends.Key{Service: "decode", Hash: legacyHash}) ||
+		dec.Backend != decide.DynamoBackend || dec.Replicas != 2 || dec.Ready != 2 || dec.Pods != 2 || dec.Group == nil || dec.Group.Name != "g" {
+		t.Errorf("decode %+v: want PodClique g-0-decode, legacy, 2 ready of 2, grouped under g", dec)
+	}
+	if pre.Kind != "PodCliqueScalingGroup" || pre.Name != "g-0-prefill" || pre.Replicas != 2 || pre.Ready != 1 {
+		t.Errorf("prefill %+v: want PodCliqueScalingGroup g-0-prefill, 1 available gang of 2", pre)
+	}
+	if dy.Floors["g-0-decode"] != 1 || dy.Floors["g-0-prefill"] != 1 {
+		t.Errorf("floors %v: want 1 each (minAvailable)", dy.Floors)
+	}
+
+	gms := dynamoPCS("g", "dgd-uid", nil)
+	gms.Spec.Template.Cliques = append(gms.Spec.Template.Cliques, &grovev1.PodCliqueTemplateSpec{Name: "decode-gms-0",
+		Labels: map[string]string{v1alpha1.LabelService: "decode"}, Spec: grovev1.PodCliqueSpec{Replicas: 1}})
+	r.APIReader = fake.NewClientBuilder().WithScheme(s).WithObjects(gms).Build()
+	dy = &decide.Dynamo{}
+	if ws, err := r.dynamoPodCliqueSets(context.Background(), dgd, dy, nil, nil); err != nil || len(ws) != 0 || len(dy.Unsupported) != 1 {
+		t.Errorf("GMS layout: workloads %v, unsupported %v, %v: want it held", ws, dy.Unsupported, err)
+	}
+
 	r.APIReader = fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()
-	if got, err := r.dynamoPodCliqueSets(context.Background(), dgd); err != nil || len(got) != 0 {
-		t.Errorf("no Grove CRD: got %v, %v, want none and no error", got, err)
+	dy = &decide.Dynamo{}
+	if ws, err := r.dynamoPodCliqueSets(context.Background(), dgd, dy, nil, nil); err != nil || len(ws) != 0 || len(dy.Unsupported) != 0 {
+		t.Errorf("no Grove CRD: got %v, %v, %v, want none and no error", ws, dy.Unsupported, err)
 	}
 }
 

@@ -137,9 +137,11 @@ const (
 const ReasonDynamoOperatorActive = "DynamoOperatorActive"
 
 // ReasonDynamoTakeOverUnsupported (Ready False, Stalled True): the DGD runs workloads
-// Dynamo's own operator made on a pathway this operator does not take over yet (Grove:
-// Dynamo's PodCliqueSet of the DGD): it writes nothing, neither beside them nor over
-// them, while they run (docs/moving-over.md, "Not yet").
+// Dynamo's own operator made that this operator cannot take over safely: a Grove
+// PodCliqueSet of Dynamo's of a shape it does not handle, without the Grove backend, or
+// under a rollout its minAvailable would deadlock (maxSurge below it, Recreate); a
+// LeaderWorkerSet of a non-worker component. It writes nothing, neither beside them nor
+// over them, while they run; the message says why (docs/moving-over.md, "On Grove").
 const ReasonDynamoTakeOverUnsupported = "DynamoTakeOverUnsupported"
 
 // EventDynamoIngressHeld (Warning): a take-over has drained Dynamo's workloads, but an

@@ -33,6 +33,10 @@ func decideAll(s *Snapshot) Decision {
 		d.requeueIn(DynamoRecheck)
 		return stop(s, d, v1alpha1.ReasonDynamoTakeOverUnsupported, msg)
 	}
+	if msg := dynamoGroveBlocked(s); msg != "" {
+		d.requeueIn(DynamoRecheck)
+		return stop(s, d, v1alpha1.ReasonDynamoTakeOverUnsupported, msg)
+	}
 	if msg := dynamoActive(s); msg != "" {
 		d.requeueIn(DynamoRecheck)
 		return stop(s, d, v1alpha1.ReasonDynamoOperatorActive, msg)

@@ -52,6 +52,10 @@ type world struct {
 	// the names a backend that reads the cluster to name them gave (Snapshot.Names).
 	backends map[v1alpha1.BackendType]backends.Description
 	names    map[backends.Key]string
+	// groups name the PodCliqueSet of a key on a Grove-like backend where it is not
+	// groupName's (that name taken by another's PodCliqueSet: backends/grove picks the
+	// first free name).
+	groups map[backends.Key]string
 	// answer answers an analysis query a pass asks (nil: none is expected).
 	answer func(decide.Measure) analysis.Result
 	// templates are the analysis templates of the DGD's namespace and the cluster
@@ -89,7 +93,11 @@ func (w *world) workloadOf(kind string, key backends.Key, replicas int32) *decid
 		wl.Name = w.names[key]
 	}
 	if b.HoldsPools { // a clique of the revision's PodCliqueSet (backends/grove observe)
-		wl.Kind, wl.Group = "PodClique", &backends.ObjectRef{Kind: b.Kind, Name: groupName(w.dgd.Name, key)}
+		group := groupName(w.dgd.Name, key)
+		if g := w.groups[key]; g != "" {
+			group = g
+		}
+		wl.Kind, wl.Group = "PodClique", &backends.ObjectRef{Kind: b.Kind, Name: group}
 		if svc := w.dgd.Spec.Services[key.Service]; svc != nil && svc.IsMultinode() {
 			wl.Kind = "PodCliqueScalingGroup"
 		}

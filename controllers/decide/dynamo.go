@@ -31,7 +31,9 @@ import (
 // here:
 //   - nothing is taken over while Dynamo's operator may still act (Dynamo.Stopped empty):
 //     the pass stops with ReasonDynamoOperatorActive; nor while Dynamo's workloads of a
-//     pathway not taken over run (its Grove PodCliqueSet): ReasonDynamoTakeOverUnsupported;
+//     shape not taken over run (a Grove PodCliqueSet of another shape, a multinode
+//     frontend): ReasonDynamoTakeOverUnsupported; Dynamo's Grove PodCliqueSet is taken
+//     over as dynamo_grove.go says;
 //   - a stable service's Deployment (frontend, planner) has our name (`{dgd}-{service}`
 //     is Dynamo's too): Dynamo's is deleted with propagation Orphan, so its ReplicaSet
 //     and pods keep serving, and ours, created under the name once it is free, adopts that
@@ -94,6 +96,11 @@ type Dynamo struct {
 	// while any is there the pass stops with ReasonDynamoTakeOverUnsupported and writes
 	// nothing.
 	Unsupported []backends.ObjectRef
+	// Shapes say why each of Unsupported is not taken over, when known.
+	Shapes []string
+	// Floors are, by workload name, the least replicas each component of Dynamo's
+	// Grove PodCliqueSet may be scaled to (dynamo_grove.go).
+	Floors map[string]int32
 	// Pods counts the DGD's pods of Dynamo's making (running or terminating).
 	Pods int
 	// Finalizer: the DGD carries DynamoFinalizer.
@@ -115,11 +122,11 @@ func dynamoActive(s *Snapshot) string {
 		dynamoWhat(s), DynamoScopeLease, s.DGD.Namespace, DynamoPausedAnnotation, DCDKind)
 }
 
-// dynamoUnsupported is the reason a DGD running Dynamo's workloads of a pathway not
+// dynamoUnsupported is the reason a DGD running Dynamo's workloads of a shape not
 // taken over stops with, or "". Nothing is created beside them: ours would run beside
-// Dynamo's PodCliqueSet, which would stay (its frontend clique and its workers in one
-// object this operator neither scales nor deletes), routed to by the frontend for good;
-// or beside a multinode frontend's LeaderWorkerSet, under another name, for good.
+// a PodCliqueSet of Dynamo's this operator cannot drain safely (grove.DynamoShape),
+// which would stay routed to for good; or beside a multinode frontend's
+// LeaderWorkerSet, under another name, for good.
 func dynamoUnsupported(s *Snapshot) string {
 	if s.Dynamo == nil || len(s.Dynamo.Unsupported) == 0 {
 		return ""
@@ -128,8 +135,12 @@ func dynamoUnsupported(s *Snapshot) string {
 	for _, o := range s.Dynamo.Unsupported {
 		what = append(what, o.String())
 	}
-	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which this operator does not take over yet: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md, \"Not yet\")",
-		strings.Join(what, ", "), DynamoScopeLease, s.DGD.Namespace)
+	why := ""
+	if len(s.Dynamo.Shapes) > 0 {
+		why = " (" + strings.Join(s.Dynamo.Shapes, "; ") + ")"
+	}
+	return fmt.Sprintf("this graph runs %s made by Dynamo's operator, which this operator does not take over yet%s: it writes nothing while that runs; keep the graph under Dynamo's operator (do not hold its namespace-scope Lease %q in namespace %s) until it does (docs/moving-over.md)",
+		strings.Join(what, ", "), why, DynamoScopeLease, s.DGD.Namespace)
 }
 
 // dynamoWhat says what of Dynamo's the DGD runs.

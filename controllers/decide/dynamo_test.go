@@ -1,6 +1,7 @@
 package decide_test
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -94,8 +95,17 @@ func (h *handover) pass(t *testing.T) []string {
 	t.Helper()
 	s := h.snapshot()
 	d := decide.Decide(s)
-	if len(d.Needs.Holders) > 0 {
-		h.answerHolders(s, d.Needs.Holders)
+	for i := 0; i < 4 && (len(d.Needs.Holders) > 0 || len(d.Needs.Names) > 0); i++ {
+		if len(d.Needs.Holders) > 0 {
+			h.answerHolders(s, d.Needs.Holders)
+		}
+		for _, n := range d.Needs.Names { // a Grove-like backend names by reading the cluster
+			h.names[n.Key] = cliqueName(h.dgd.Name, n.Key)
+			if g := h.groups[n.Key]; g != "" {
+				h.names[n.Key] = g + "-0-" + strings.ToLower(n.Key.Service)
+			}
+		}
+		s.Names = maps.Clone(h.names)
 		d = decide.Decide(s)
 	}
 	if d.Needs.Any() || d.Err != nil {
@@ -335,6 +345,178 @@ func TestDecideDynamoUnsupported(t *testing.T) {
 		}
 		if d.Requeue == 0 || d.Requeue > decide.DynamoRecheck {
 			t.Errorf("requeue %s, want within %s", d.Requeue, decide.DynamoRecheck)
+		}
+	}
+}
+
+// newHandoverOnGrove is newHandover for a graph Dynamo's operator ran on Grove: one
+// PodCliqueSet `g` (controlled by the DGD) whose worker components are workloads of
+// decide.DynamoBackend grouped under it (a standalone PodClique `g-0-<component>`, or
+// for a multinode one a PodCliqueScalingGroup of gangs), their cliques hashless (the
+// legacy revision), each with the floor Dynamo's minAvailable 1 gives it; its frontend
+// clique is no workload. Dynamo's component Services `g-<component>` are the DGD's
+// (dgd_grove_stable_resources_reconciler.go); no DCD exists on this pathway. Ours run
+// on our Grove backend.
+func newHandoverOnGrove(dgd *v1alpha1.DynamoGraphDeployment, stopped string) *handover {
+	h := &handover{world: newWorld(dgd)}
+	h.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendGrove: groveBackend}
+	// Dynamo's PodCliqueSet holds `g`: ours take the next free names.
+	h.groups = map[backends.Key]string{{Service: "Frontend"}: "g-1"}
+	dgd.Finalizers = []string{decide.DynamoFinalizer}
+	svc := func(name string) corev1.Service {
+		return corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: dgd.Namespace, Name: name, UID: types.UID("uid-" + name),
+			Labels: map[string]string{v1alpha1.LabelGraph: dgd.Name}}}
+	}
+	h.dy = &decide.Dynamo{Stopped: stopped, Finalizer: true, Floors: map[string]int32{},
+		Services: []corev1.Service{svc("g-decode"), svc("g-frontend"), svc("g-prefill")}}
+	for _, s := range []string{"decode", "prefill"} {
+		name, kind := "g-0-"+s, "PodClique"
+		if dgd.Spec.Services[s].IsMultinode() {
+			kind = "PodCliqueScalingGroup"
+		}
+		h.dy.Floors[name] = 1
+		h.workloads[name] = &decide.Workload{Backend: decide.DynamoBackend, Pods: 2, Workload: backends.Workload{
+			Key: backends.Key{Service: s, Hash: "legacy"}, Kind: kind, Name: name, UID: types.UID("uid-" + name),
+			Group:    &backends.ObjectRef{Kind: "PodCliqueSet", Name: "g", UID: "uid-g"},
+			Replicas: 2, Ready: 2, Updated: 2, Current: 2, Synced: true}}
+	}
+	return h
+}
+
+// dynamoPCSLive reports whether Dynamo's PodCliqueSet still runs (any component of it).
+func (h *handover) dynamoPCSLive() bool {
+	for _, w := range h.workloads {
+		if w.Backend == decide.DynamoBackend && w.Group != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// servingOnGrove checks a state of a Grove take-over: a ready frontend (Dynamo's clique
+// while its PodCliqueSet runs, or ours) and at least floor ready replicas (gangs) per
+// worker service over Dynamo's components and ours.
+func (h *handover) servingOnGrove(t *testing.T, floor int32) {
+	t.Helper()
+	frontends := int32(0)
+	if h.dynamoPCSLive() {
+		frontends++
+	}
+	ready := map[string]int32{}
+	for _, w := range h.workloads {
+		if w.Hash == "" && w.Service == "Frontend" {
+			frontends += w.Ready
+		} else if w.Hash != "" && !w.Terminating {
+			ready[w.Service] += min(w.Ready, w.Replicas)
+		}
+	}
+	if frontends == 0 {
+		t.Errorf("no ready frontend")
+	}
+	for _, s := range []string{"decode", "prefill"} {
+		if ready[s] < floor {
+			t.Errorf("%s: %d ready, want at least %d", s, ready[s], floor)
+		}
+	}
+}
+
+// takeOverOnGrove plays a Grove take-over to its end, checking every state
+// (servingOnGrove), that no component of Dynamo's is scaled below its floor, and that
+// Dynamo's PodCliqueSet is deleted only by a pass that saw every component of ours
+// ready (the spec's replicas of the goal revision, a ready frontend of ours).
+func (h *handover) takeOverOnGrove(t *testing.T, slowFrontend int) []string {
+	t.Helper()
+	var got []string
+	for i := range 30 {
+		s := h.snapshot()
+		oursReady := map[string]int32{}
+		for _, w := range s.Workloads {
+			if w.Backend != decide.DynamoBackend && !w.Terminating {
+				oursReady[w.Service] += min(w.Ready, w.Replicas)
+			}
+		}
+		said := h.pass(t)
+		if i < slowFrontend {
+			for _, w := range h.workloads {
+				if w.Backend != decide.DynamoBackend && w.Service == "Frontend" {
+					w.Ready = 0 // our frontend's pod is not ready yet
+				}
+			}
+		}
+		for _, l := range said {
+			if strings.HasPrefix(l, "Scale Dynamo ") && strings.Contains(l, "->0") {
+				t.Errorf("a component of Dynamo's scaled below its floor: %s", l)
+			}
+			if strings.HasPrefix(l, "DeleteWorkload Dynamo ") && (oursReady["Frontend"] < 1 || oursReady["decode"] < 2 || oursReady["prefill"] < 2) {
+				t.Errorf("Dynamo's PodCliqueSet deleted while ours had %v ready: %s", oursReady, l)
+			}
+		}
+		h.servingOnGrove(t, 2)
+		got = append(append(got, said...), "--")
+		if h.dy == nil && len(said) == 1 && isStableEnsure(said[0]) {
+			break
+		}
+	}
+	if h.dy != nil || h.dynamoPCSLive() {
+		t.Fatalf("the take-over did not end: %+v\n%s", h.dy, strings.Join(got, "\n"))
+	}
+	return append(got, summary(h.dgd.Status))
+}
+
+// TestDecideDynamoHandoverGrove plays the take-over of a graph Dynamo's operator ran
+// on Grove (its Lease held), single-node workers (standalone cliques) and multinode
+// ones (scaling groups of gangs of 2): ours roll out in our own PodCliqueSets beside
+// Dynamo's under maxSurge 1 / maxUnavailable 0 (every worker service keeps 2 ready
+// replicas or gangs at every state), decode grown first; a component of Dynamo's is
+// scaled down to its floor (minAvailable 1), never to zero; Dynamo's PodCliqueSet is
+// deleted whole once every component of ours is ready (its frontend clique serves
+// until then: with our frontend unready for 4 passes, Dynamo's workers wait at their
+// floor and its PodCliqueSet stays); its Services go and its finalizer leaves the DGD.
+// Transcripts: testdata/dynamo-handover-grove{,-gangs,-slow-frontend}.golden.
+func TestDecideDynamoHandoverGrove(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		dgd  *harness.DGD
+		slow int // passes our frontend stays unready
+	}{
+		{"dynamo-handover-grove", harness.NewDGD("ns", "g").Disagg(2, 2, "img:1"), 0},
+		{"dynamo-handover-grove-gangs", harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Multinode("prefill", 2).Multinode("decode", 2), 0},
+		{"dynamo-handover-grove-slow-frontend", harness.NewDGD("ns", "g").Disagg(2, 2, "img:1"), 4},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h := newHandoverOnGrove(c.dgd.Rollout("1", "0").Backend(v1alpha1.BackendGrove).Obj(), "Lease dynamo-operator-namespace-scope held")
+			got := h.takeOverOnGrove(t, c.slow)
+			for _, want := range []string{"Scale Dynamo g-0-prefill 2->1", "Scale Dynamo g-0-decode 2->1", "DeleteWorkload Dynamo g-0-", "ReleaseDynamo"} {
+				if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, want) }) {
+					t.Errorf("no %q in the transcript", want)
+				}
+			}
+			golden(t, c.name, got)
+		})
+	}
+}
+
+// TestDecideDynamoGroveBlocked: a Grove take-over the floor would deadlock is held
+// before any write (DynamoTakeOverUnsupported, naming why): maxSurge 0 (the planner
+// would drain Dynamo's replica before growing ours, and it cannot go below its
+// minAvailable) and Recreate (Dynamo's workers to zero inside the PodCliqueSet that
+// runs its frontend).
+func TestDecideDynamoGroveBlocked(t *testing.T) {
+	for name, c := range map[string]struct {
+		dgd  *v1alpha1.DynamoGraphDeployment
+		want string
+	}{
+		"maxSurge 0": {harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Rollout("0", "1").Backend(v1alpha1.BackendGrove).Obj(), "maxSurge resolves to 0"},
+		"Recreate":   {harness.NewDGD("ns", "g").Disagg(2, 2, "img:1").Strategy(v1alpha1.RecreateStrategy).Backend(v1alpha1.BackendGrove).Obj(), "Recreate"},
+	} {
+		h := newHandoverOnGrove(c.dgd, "Lease dynamo-operator-namespace-scope held")
+		d := decide.Decide(h.snapshot())
+		if len(d.Writes) != 0 {
+			t.Errorf("%s: writes %v, want none", name, d.Writes)
+		}
+		ready := meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
+		if ready == nil || ready.Reason != v1alpha1.ReasonDynamoTakeOverUnsupported || !strings.Contains(ready.Message, "g-0-") || !strings.Contains(ready.Message, c.want) {
+			t.Errorf("%s: Ready %+v, want %s naming Dynamo's clique and saying %q", name, ready, v1alpha1.ReasonDynamoTakeOverUnsupported, c.want)
 		}
 	}
 }

@@ -111,6 +111,10 @@ func decreases(v *view, c course, plan planner.Plan, d *draft) {
 		if w.Terminating {
 			continue
 		}
+		if dynamoGrove(w) {
+			decreaseDynamoGrove(v, c, plan, d, w, drains[groupOf(w.Workload)])
+			continue
+		}
 		if drains[groupOf(w.Workload)] || v.targetOf(c.h, plan, w) < w.Replicas {
 			announceRecreate(v, c, w, d)
 		}
@@ -312,7 +316,7 @@ func result(v *view, c course, m moves, d *draft) []Workload {
 			// Going: no replicas, but its pods still count until they are gone.
 			w.Terminating, w.Replicas, w.Ready = true, 0, 0
 		case w.Hash != "":
-			w.Replicas = v.targetOf(c.h, m.plan, w)
+			w.Replicas = max(v.targetOf(c.h, m.plan, w), min(v.dynamoFloor(w), w.Replicas))
 			w.Ready = min(w.Ready, w.Replicas)
 		}
 		out = append(out, w)

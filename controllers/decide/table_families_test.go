@@ -894,6 +894,16 @@ func dynamoCases(t *testing.T) []tcase {
 		}
 		g.pass(t)
 	}
+	// On Grove: Dynamo's PodCliqueSet `g`, its workers drained to their floor, then
+	// deleted whole once ours (frontend included) are ready.
+	gr := newHandoverOnGrove(disagg(2, 2).Rollout("1", "0").Backend(v1alpha1.BackendGrove).Obj(), "Lease dynamo-operator-namespace-scope held")
+	for i := range 8 {
+		out = append(out, tcase{name: fmt.Sprintf("take-over-grove/pass-%d", i), snap: gr.snapshot()})
+		if gr.dy == nil {
+			break
+		}
+		gr.pass(t)
+	}
 	return out
 }
 

@@ -382,6 +382,11 @@ func (s *groveStep) syncSet(ctx context.Context, pcs *grovev1.PodCliqueSet) erro
 		}
 		name := apicommon.GeneratePodCliqueScalingGroupName(replica, g.Name)
 		if s.find(name, "PodCliqueScalingGroup") != nil {
+			// An existing PCSG keeps its replicas: Grove sets them only when it creates
+			// it ("post-creation scaling must be done directly on the PCSG resource, not
+			// via PCS template": PCSC/components/podcliquescalinggroup buildResource),
+			// so a scale through its subresource sticks, on any PodCliqueSet (Dynamo's
+			// being taken over too).
 			continue
 		}
 		pcsg := &grovev1.PodCliqueScalingGroup{
