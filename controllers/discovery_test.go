@@ -62,8 +62,11 @@ func TestRoutableCountsDynamoLegacyWorkers(t *testing.T) {
 			Labels: map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode"}}}
 	}
 	pods := []metav1.PartialObjectMetadata{pod("g-decode-abc-0"), pod("g-decode-abc-1")}
-	w := dynamoWorkload(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "g-decode",
+	w, ok := r.dynamoWorkload(&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "g-decode",
 		Labels: map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "decode"}}}, podCounts(dgd, pods))
+	if !ok {
+		t.Fatal("Dynamo's Deployment not read by the Deployment backend")
+	}
 	if w.Hash != legacyHash || w.Pods != 2 {
 		t.Fatalf("workload %+v: want key hash %q and 2 pods", w.Workload, legacyHash)
 	}

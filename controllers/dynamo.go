@@ -26,6 +26,7 @@ import (
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/backends/deployment"
 	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/backends/lws"
 	"github.com/dgd-rollout/operator/controllers/decide"
@@ -108,7 +109,10 @@ func (r *Reconciler) dynamoObjects(ctx context.Context, dgd *v1alpha1.DynamoGrap
 			continue
 		}
 		byDCD = byDCD || metav1.GetControllerOf(o) != nil
-		w := dynamoWorkload(o, counts)
+		w, ok := r.dynamoWorkload(o, counts)
+		if !ok {
+			continue
+		}
 		if svc := dgd.Spec.Services[w.Service]; svc != nil && !svc.IsWorker() {
 			ref := backends.ObjectRef{Kind: w.Kind, Name: w.Name, UID: w.UID}
 			if w.Kind != "Deployment" {
@@ -290,25 +294,31 @@ func dynamos(o metav1.Object) bool {
 // dynamoWorkload is one of Dynamo's workload objects (a Deployment or a
 // LeaderWorkerSet, dynamoWorkloadObjects) as a workload of the old revision Dynamo's
 // worker hash names ("legacy" for a workload of before Dynamo's rolling updates, which
-// has none). A LeaderWorkerSet's replicas and ready counts are gangs, as our
-// LeaderWorkerSet backend reports them (LWS readyReplicas: groups whose every pod is
-// ready).
-func dynamoWorkload(o client.Object, counts map[backends.Key]int32) decide.Workload {
+// has none), read by the backend of its kind as it reads its own (a LeaderWorkerSet's
+// replicas and ready counts are gangs: LWS readyReplicas, groups whose every pod is
+// ready); false when that backend does not run.
+func (r *Reconciler) dynamoWorkload(o client.Object, counts map[backends.Key]int32) (decide.Workload, bool) {
 	key := backends.Key{Service: o.GetLabels()[v1alpha1.LabelService], Hash: o.GetLabels()[v1alpha1.LabelWorkerHash]}
 	if key.Hash == "" {
 		key.Hash = legacyHash
 	}
-	w := backends.Workload{Key: key, Name: o.GetName(), UID: o.GetUID(), Generation: o.GetGeneration(),
-		Terminating: o.GetDeletionTimestamp() != nil}
-	switch o := o.(type) {
-	case *appsv1.Deployment:
-		w.Kind, w.Replicas, w.Ready = "Deployment", ptr.Deref(o.Spec.Replicas, 1), o.Status.AvailableReplicas
-		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
-	case *lwsv1.LeaderWorkerSet:
-		w.Kind, w.Replicas, w.Ready = lws.Kind, ptr.Deref(o.Spec.Replicas, 1), o.Status.ReadyReplicas
-		w.Updated, w.Current, w.Synced = o.Status.UpdatedReplicas, o.Status.Replicas, o.Status.ObservedGeneration >= o.Generation
+	kind := deployment.Kind
+	if _, ok := o.(*lwsv1.LeaderWorkerSet); ok {
+		kind = lws.Kind
 	}
-	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: w}
+	b, ok := r.Backends.ByKind(kind).(workloadReader)
+	if !ok {
+		return decide.Workload{}, false
+	}
+	w, ok := b.Read(o)
+	w.Key = key
+	return decide.Workload{Backend: decide.DynamoBackend, Pods: counts[key], Workload: w}, ok
+}
+
+// workloadReader is a backend that reads an object of its kind as a workload
+// (single.Adapter.Read: Deployment, LeaderWorkerSet).
+type workloadReader interface {
+	Read(client.Object) (backends.Workload, bool)
 }
 
 // legacyHash keys Dynamo's worker workloads and pods of before its rolling updates,

@@ -207,24 +207,38 @@ func (a *Adapter[T]) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 		if !ok {
 			continue
 		}
-		st := a.Kind.Status(o)
-		out = append(out, backends.Workload{
-			Key:         key,
-			Kind:        a.kind(),
-			Name:        o.GetName(),
-			UID:         o.GetUID(),
-			Replicas:    ptr.Deref(a.Kind.Replicas(o), 1),
-			Ready:       st.Ready,
-			Updated:     st.Updated,
-			Current:     st.Current,
-			Synced:      st.ObservedGeneration >= o.GetGeneration(),
-			Generation:  o.GetGeneration(),
-			Terminating: !o.GetDeletionTimestamp().IsZero(),
-			Outdated:    key.Hash == "" && o.GetName() != a.Name(dgd, key),
-			Relabel:     backends.MissingLabels(o.GetLabels(), backends.Labels(dgd, key.Service, key.Hash)),
-		})
+		w, _ := a.Read(o)
+		w.Key = key
+		w.Outdated = key.Hash == "" && o.GetName() != a.Name(dgd, key)
+		w.Relabel = backends.MissingLabels(o.GetLabels(), backends.Labels(dgd, key.Service, key.Hash))
+		out = append(out, w)
 	}
 	return out, nil
+}
+
+// Read reads an object of the kind as Observe reports a workload: its name, UID,
+// replicas, readiness and whether its status describes its spec; not its key, Outdated
+// or Relabel, which are about the adapter's own objects. false for an object of
+// another type. The take-over reads Dynamo's objects of the kind with it (controllers'
+// dynamoWorkload), so that they count as the backend counts its own.
+func (a *Adapter[T]) Read(obj client.Object) (backends.Workload, bool) {
+	o, ok := obj.(T)
+	if !ok {
+		return backends.Workload{}, false
+	}
+	st := a.Kind.Status(o)
+	return backends.Workload{
+		Kind:        a.kind(),
+		Name:        o.GetName(),
+		UID:         o.GetUID(),
+		Replicas:    ptr.Deref(a.Kind.Replicas(o), 1),
+		Ready:       st.Ready,
+		Updated:     st.Updated,
+		Current:     st.Current,
+		Synced:      st.ObservedGeneration >= o.GetGeneration(),
+		Generation:  o.GetGeneration(),
+		Terminating: !o.GetDeletionTimestamp().IsZero(),
+	}, true
 }
 
 // Scale implements backends.Backend.
