@@ -12,6 +12,7 @@ import (
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -99,6 +100,28 @@ func dynamoGrove(obj *v1alpha1.DynamoGraphDeployment, hash string) (*grovev1.Pod
 	pcs := &grovev1.PodCliqueSet{ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name, OwnerReferences: owner,
 		Labels: map[string]string{v1alpha1.LabelGraph: obj.Name}}, Spec: grovev1.PodCliqueSetSpec{Replicas: 1, Template: tmpl}}
 	return pcs, svcs
+}
+
+// dynamoGroveIngress is the frontend Ingress Dynamo's operator makes on its Grove
+// pathway (ai-dynamo/dynamo deploy/operator/internal/controller/
+// dgd_grove_stable_resources_reconciler.go reconcileFrontendIngress: named
+// GetDCDResourceName(dgd, component, "") = `<dgd>-frontend`, GenerateComponentIngress's
+// spec, synced by SyncResource with the DGD as controller; no label, SyncResource's
+// last-applied annotations): one rule, the host to the Service of the same name on
+// port 8000. The take-over keeps it (the DGD's already) and brings it to what this
+// operator renders, in place.
+func dynamoGroveIngress(obj *v1alpha1.DynamoGraphDeployment) *networkingv1.Ingress {
+	in := obj.Spec.Services["Frontend"].Ingress
+	return &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Namespace: obj.Namespace, Name: obj.Name + "-frontend",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: "DynamoGraphDeployment", Name: obj.Name,
+				UID: obj.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+			Annotations: map[string]string{"nvidia.com/last-applied-hash": "d1a2b3c4e5f6", "nvidia.com/last-applied-generation": "1"}},
+		Spec: networkingv1.IngressSpec{IngressClassName: in.IngressControllerClassName, Rules: []networkingv1.IngressRule{{Host: in.Host + "." + *in.HostSuffix,
+			IngressRuleValue: networkingv1.IngressRuleValue{HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{
+				Path: "/", PathType: ptr.To(networkingv1.PathTypePrefix), Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{
+					Name: obj.Name + "-frontend", Port: networkingv1.ServiceBackendPort{Number: render.PortHTTP}}}}}}}}}},
+	}
 }
 
 // capacity judges every state the API server goes through (every PodCliqueSet,
@@ -197,12 +220,16 @@ func takeOverGrove(hash string) {
 	ns := newNamespace()
 	obj := onGrove(harness.NewDGD(ns, "g").Disagg(2, 2, "vllm:v1").Multinode("prefill", 2).Rollout("1", "0")).Obj()
 	obj.Finalizers = []string{decide.DynamoFinalizer}
+	obj.Spec.Services["Frontend"].Ingress = &v1alpha1.IngressSpec{Enabled: true, Host: "g", HostSuffix: ptr.To("example.com"),
+		IngressControllerClassName: ptr.To("nginx")}
 	Expect(env.Client.Create(ctx, obj)).To(Succeed())
 	theirs, svcs := dynamoGrove(obj, hash)
 	Expect(env.Client.Create(ctx, theirs)).To(Succeed())
 	for _, s := range svcs {
 		Expect(env.Client.Create(ctx, s)).To(Succeed())
 	}
+	theirIngress := dynamoGroveIngress(obj)
+	Expect(env.Client.Create(ctx, theirIngress)).To(Succeed())
 	By("Dynamo's operator ran it: its PodCliqueSet serves, ours writes nothing while Dynamo's operator may act")
 	Eventually(func(g Gomega) {
 		_, err := env.PlayGrove(ctx, ns, obj.Name, -1)
@@ -282,6 +309,13 @@ func takeOverGrove(hash string) {
 	for _, p := range sets.Items {
 		Expect(p.Annotations).To(HaveKey(grove.AnnotationCliques), "only ours left: %s", p.Name)
 	}
+	var ing networkingv1.Ingress
+	Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(theirIngress), &ing)).To(Succeed(), "Dynamo's frontend Ingress kept")
+	Expect(ing.UID).To(Equal(theirIngress.UID), "Dynamo's frontend Ingress taken in place, never deleted")
+	Expect(ing.Labels[v1alpha1.LabelManagedBy]).To(Equal(v1alpha1.ManagedByValue))
+	Expect(ing.Spec.Rules).To(HaveLen(1))
+	Expect(ing.Spec.Rules[0].Host).To(Equal("g.example.com"))
+	Expect(ing.Spec.Rules[0].HTTP.Paths[0].Backend.Service.Name).To(Equal("g-frontend"))
 
 	capa.mu.Lock()
 	defer capa.mu.Unlock()
