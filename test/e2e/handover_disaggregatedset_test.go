@@ -6,12 +6,9 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	disaggv1 "sigs.k8s.io/lws/api/disaggregatedset/v1"
@@ -56,7 +53,8 @@ var _ = Describe("Moving over from Dynamo's DisaggregatedSet pathway", func() {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: dynamoAPIVersion, Kind: "DynamoGraphDeployment", Name: obj.Name,
 				UID: obj.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}}}})).To(Succeed())
 		By("Dynamo's DisaggregatedSet runs its two roles: LeaderWorkerSets made by LWS's DisaggregatedSet controller, their gangs ready")
-		set := dynamoDisaggregatedSet(obj)
+		set, err := harness.DynamoDisaggregatedSet(obj, dynamoWorkerHash, "prefill", "decode")
+		Expect(err).NotTo(HaveOccurred())
 		Expect(k8s.Create(ctx, set)).To(Succeed())
 		theirs := map[string]lwsv1.LeaderWorkerSet{}
 		Eventually(func(g Gomega) {
@@ -74,9 +72,7 @@ var _ = Describe("Moving over from Dynamo's DisaggregatedSet pathway", func() {
 		}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
 
 		By("holding Dynamo's namespace-scope Lease: ours holds the DGD")
-		Expect(k8s.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: decide.DynamoScopeLease},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("moving-to-dgd-rollout"), LeaseDurationSeconds: ptr.To[int32](86400),
-				RenewTime: &metav1.MicroTime{Time: time.Now()}}})).To(Succeed())
+		Expect(k8s.Create(ctx, harness.DynamoScopeLease(ns))).To(Succeed())
 		leaseAt := time.Now()
 		Eventually(func(g Gomega) {
 			var d v1alpha1.DynamoGraphDeployment
@@ -99,8 +95,7 @@ var _ = Describe("Moving over from Dynamo's DisaggregatedSet pathway", func() {
 			Expect(l.Generation).To(Equal(theirs[l.Name].Generation))
 			Expect(l.Status.ReadyReplicas).To(Equal(int32(1)), l.Name)
 		}
-		live := &unstructured.Unstructured{}
-		live.SetGroupVersionKind(disaggv1.GroupVersion.WithKind("DisaggregatedSet"))
+		live := harness.NewDisaggregatedSetObject()
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(set), live)).To(Succeed())
 		Expect(live.GetGeneration()).To(Equal(set.GetGeneration()))
 		Expect(live.GetLabels()).NotTo(HaveKey(v1alpha1.LabelManagedBy))
@@ -112,40 +107,3 @@ var _ = Describe("Moving over from Dynamo's DisaggregatedSet pathway", func() {
 		Expect(svcs.Items).To(BeEmpty())
 	})
 })
-
-// dynamoDisaggregatedSet is the DisaggregatedSet Dynamo's operator renders for dgd's
-// multinode workers (dgd_disaggregatedset_workload_renderer.go Render, renderRole): named
-// after the DGD, labelled with its graph and nvidia.com/selector, controlled by it; a
-// role per worker whose spec is a LeaderWorkerSet's (replicas, size = node count,
-// LeaderCreated, RollingUpdate, RecreateGroupOnPodRestart) with Dynamo's leader and worker
-// pods (its labels, no managed-by). Unstructured, as Dynamo writes it.
-func dynamoDisaggregatedSet(dgd *v1alpha1.DynamoGraphDeployment) *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(disaggv1.GroupVersion.WithKind("DisaggregatedSet"))
-	u.SetNamespace(dgd.Namespace)
-	u.SetName(dgd.Name)
-	u.SetLabels(map[string]string{v1alpha1.LabelGraph: dgd.Name, "nvidia.com/selector": dgd.Name})
-	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: dynamoAPIVersion, Kind: "DynamoGraphDeployment", Name: dgd.Name,
-		UID: dgd.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}})
-	var roles []any
-	for _, name := range []string{"prefill", "decode"} {
-		comp := render.Component{DGD: dgd, Name: name, Spec: dgd.Spec.Services[name], Hash: dynamoWorkerHash}
-		tmpl := func(role render.Role) corev1.PodTemplateSpec {
-			t, err := comp.Pod(role, render.LWS{})
-			Expect(err).NotTo(HaveOccurred())
-			delete(t.Labels, v1alpha1.LabelManagedBy)
-			delete(t.Labels, render.LabelSelector)
-			return t
-		}
-		leader := tmpl(render.RoleLeader)
-		spec := lwsv1.LeaderWorkerSetSpec{Replicas: ptr.To(comp.Spec.DesiredReplicas()), StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
-			RolloutStrategy: lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{LeaderTemplate: &leader, WorkerTemplate: tmpl(render.RoleWorker),
-				Size: ptr.To(comp.Spec.NodeCount()), RestartPolicy: lwsv1.RecreateGroupOnPodRestart}}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
-		Expect(err).NotTo(HaveOccurred())
-		roles = append(roles, map[string]any{"name": name, "spec": m})
-	}
-	u.Object["spec"] = map[string]any{"roles": roles}
-	return u
-}

@@ -1,16 +1,12 @@
 package lws_test
 
 import (
-	"time"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,7 +38,8 @@ var _ = Describe("a graph Dynamo's operator runs on a DisaggregatedSet (moving o
 		obj.Finalizers = []string{decide.DynamoFinalizer}
 		obj.Annotations = map[string]string{"nvidia.com/enable-disaggregated-set": "true"}
 		Expect(env.Client.Create(ctx, obj)).To(Succeed())
-		set := dynamoDisaggregatedSet(obj)
+		set, err := harness.DynamoDisaggregatedSet(obj, "0a1b2c3d", "prefill", "decode")
+		Expect(err).NotTo(HaveOccurred())
 		Expect(env.Client.Create(ctx, set)).To(Succeed())
 		const revision = "0a1b2c3d"
 		children := map[string]*lwsv1.LeaderWorkerSet{}
@@ -56,9 +53,7 @@ var _ = Describe("a graph Dynamo's operator runs on a DisaggregatedSet (moving o
 			Expect(env.Client.Create(ctx, child)).To(Succeed())
 			children[child.Name] = child
 		}
-		Expect(env.Client.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: decide.DynamoScopeLease},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("moving-to-dgd-rollout"), LeaseDurationSeconds: ptr.To[int32](86400),
-				RenewTime: &metav1.MicroTime{Time: time.Now()}}})).To(Succeed())
+		Expect(env.Client.Create(ctx, harness.DynamoScopeLease(ns))).To(Succeed())
 
 		Eventually(func(g Gomega) {
 			var d v1alpha1.DynamoGraphDeployment
@@ -79,7 +74,7 @@ var _ = Describe("a graph Dynamo's operator runs on a DisaggregatedSet (moving o
 			Expect(l.UID).To(Equal(children[l.Name].UID))
 			Expect(l.Generation).To(Equal(children[l.Name].Generation))
 		}
-		live := dynamoDisaggregatedSetShell()
+		live := harness.NewDisaggregatedSetObject()
 		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(set), live)).To(Succeed())
 		Expect(live.GetGeneration()).To(Equal(set.GetGeneration()))
 		Expect(live.GetLabels()).NotTo(HaveKey(v1alpha1.LabelManagedBy))
@@ -91,37 +86,3 @@ var _ = Describe("a graph Dynamo's operator runs on a DisaggregatedSet (moving o
 		Expect(svcs.Items).To(BeEmpty())
 	})
 })
-
-// dynamoDisaggregatedSetShell is an empty DisaggregatedSet object to read into.
-func dynamoDisaggregatedSetShell() *unstructured.Unstructured {
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(disaggv1.GroupVersion.WithKind("DisaggregatedSet"))
-	return u
-}
-
-// dynamoDisaggregatedSet is the DisaggregatedSet Dynamo's operator renders for dgd's
-// multinode workers (dgd_disaggregatedset_workload_renderer.go Render, renderRole): name
-// and labels of the DGD, the DGD its controller, a role per worker whose spec is a
-// LeaderWorkerSet's (replicas, size = node count, LeaderCreated, RollingUpdate,
-// RecreateGroupOnPodRestart). Unstructured, as Dynamo writes it.
-func dynamoDisaggregatedSet(dgd *v1alpha1.DynamoGraphDeployment) *unstructured.Unstructured {
-	u := dynamoDisaggregatedSetShell()
-	u.SetNamespace(dgd.Namespace)
-	u.SetName(dgd.Name)
-	u.SetLabels(map[string]string{v1alpha1.LabelGraph: dgd.Name, "nvidia.com/selector": dgd.Name})
-	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: "DynamoGraphDeployment", Name: dgd.Name,
-		UID: dgd.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}})
-	var roles []any
-	for _, name := range []string{"prefill", "decode"} {
-		svc := dgd.Spec.Services[name]
-		spec := lwsv1.LeaderWorkerSetSpec{Replicas: ptr.To(svc.DesiredReplicas()), StartupPolicy: lwsv1.LeaderCreatedStartupPolicy,
-			RolloutStrategy: lwsv1.RolloutStrategy{Type: lwsv1.RollingUpdateStrategyType},
-			LeaderWorkerTemplate: lwsv1.LeaderWorkerTemplate{Size: ptr.To[int32](2), RestartPolicy: lwsv1.RecreateGroupOnPodRestart,
-				WorkerTemplate: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1"}}}}}}
-		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&spec)
-		Expect(err).NotTo(HaveOccurred())
-		roles = append(roles, map[string]any{"name": name, "spec": m})
-	}
-	u.Object["spec"] = map[string]any{"roles": roles}
-	return u
-}
