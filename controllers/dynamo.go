@@ -85,6 +85,10 @@ func (r *Reconciler) observeDynamo(ctx context.Context, dgd *v1alpha1.DynamoGrap
 	if dy.Stopped, err = r.dynamoStopped(ctx, dgd, len(dcds) == 0 && !byDCD); err != nil {
 		return nil, nil, err
 	}
+	// Dynamo's DisaggregatedSet pathway: held (dynamo_disaggregatedset.go).
+	if dy.Unsupported, err = r.appendDisaggregatedSets(ctx, dgd, dy.Unsupported); err != nil {
+		return nil, nil, err
+	}
 	return dy, ws, nil
 }
 

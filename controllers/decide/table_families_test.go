@@ -49,6 +49,7 @@ func init() {
 		{"unschedulable", unschedulableCases},
 		{"stable", stableCases},
 		{"dynamo", dynamoCases},
+		{"dynamo-disaggregatedset", dynamoDisaggregatedSetCases},
 		{"restart", restartCases},
 	}
 }

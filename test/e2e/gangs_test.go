@@ -127,7 +127,7 @@ func restartLWS() {
 		return // running
 	}
 	var err error
-	lwsRunner, err = lws.Start(ctx, lws.Options{Config: cl.Config})
+	lwsRunner, err = lws.Start(ctx, lws.Options{Config: cl.Config, DisaggregatedSet: true})
 	Expect(err).NotTo(HaveOccurred())
 }
 

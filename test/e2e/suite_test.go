@@ -67,7 +67,7 @@ var _ = BeforeSuite(func() {
 	Expect(cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "config", "crd", "dynamo"))).To(Succeed())
 	k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
-	lwsRunner, err = lws.Start(ctx, lws.Options{Config: cl.Config})
+	lwsRunner, err = lws.Start(ctx, lws.Options{Config: cl.Config, DisaggregatedSet: true})
 	Expect(err).NotTo(HaveOccurred(), "the real LeaderWorkerSet controllers and webhooks")
 	DeferCleanup(func() { Expect(lwsRunner.Stop()).To(Succeed()) })
 	exporter, err = prom.StartExporter(k8s, prom.Demo)

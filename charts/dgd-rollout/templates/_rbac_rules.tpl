@@ -91,6 +91,12 @@ generates from the kubebuilder markers. Do not edit.
   verbs:
   - get
 - apiGroups:
+  - disaggregatedset.x-k8s.io
+  resources:
+  - disaggregatedsets
+  verbs:
+  - list
+- apiGroups:
   - discovery.k8s.io
   resources:
   - endpointslices
