@@ -99,7 +99,7 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 			b.Fatal(err)
 		}
 		dep := rollDeployment(b, k8s, ns)
-		dgd, steps, writes, events, steady, converted := rollDGD(b, k8s, counter, ns)
+		dgd, steps, writes, events, steady, converted, passCount, passTime := rollDGD(b, k8s, counter, ns)
 		ratio := dgd.Seconds() / dep.Seconds()
 		perStep := float64(writes) / float64(max(steps, 1))
 		b.ReportMetric(dep.Seconds(), "deployment-s")
@@ -110,8 +110,9 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 		b.ReportMetric(converted, "conversions")
 		fmt.Printf("P1 (%d replicas, maxSurge 1, maxUnavailable 0, pod-ready delay %s): Deployment %.2fs, DGD %.2fs, ratio %.3f (target <= 1.05)\n"+
 			"    operator API writes: %d workload+status writes over %d steps = %.2f/step (target <= 3), plus %d Event writes; %d in steady state (target 0)\n"+
-			"    conversion webhook requests during the DGD's rollout: %.0f\n",
-			Replicas, PodReadyDelay, dep.Seconds(), dgd.Seconds(), ratio, writes, steps, perStep, events, steady, converted)
+			"    conversion webhook requests during the DGD's rollout: %.0f; the operator's passes: %d taking %.0f ms (%.1f ms each)\n",
+			Replicas, PodReadyDelay, dep.Seconds(), dgd.Seconds(), ratio, writes, steps, perStep, events, steady, converted,
+			passCount, passTime*1000, passTime*1000/float64(max(passCount, 1)))
 	}
 }
 
@@ -185,7 +186,7 @@ func deploymentComplete(k8s client.Client, ns string) bool {
 // over the rollout (until the drained revision is deleted), per step (a pass that moved
 // replicas), and in steady state (a reconcile triggered after it, which must write
 // nothing).
-func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) (took time.Duration, steps, writes, events, steady int64, converted float64) {
+func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) (took time.Duration, steps, writes, events, steady int64, converted float64, passCount uint64, passTime float64) {
 	ctx := context.Background()
 	obj := harness.NewDGD(ns, "p1").Service("worker", "worker", "", Replicas, "vllm:v1").Rollout("1", "0").Obj()
 	obj.Spec.Services["worker"].Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
@@ -200,6 +201,7 @@ func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) 
 	}
 	harness.SetImage(&live, "vllm:v2")
 	convBefore := conversions()
+	passesBefore, passTimeBefore := passes()
 	begin := time.Now()
 	if err := k8s.Update(ctx, &live); err != nil {
 		b.Fatal(err)
@@ -207,12 +209,36 @@ func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) 
 	waitFor(b, func() bool { return dgdComplete(k8s, ns, 2) })
 	took = time.Since(begin)
 	converted = conversions() - convBefore
+	n, t := passes()
+	passCount, passTime = n-passesBefore, t-passTimeBefore
 	waitFor(b, func() bool { return oldGone(k8s, ns) && statusShowsOneRevision(k8s, ns) })
 	steps = int64(metric("dgd_rollout_steps_total", ns) - stepsBefore)
 	events = counter.events.Load() - eventsBefore
 	writes = counter.total() - before - events
 	steady = steadyWrites(b, k8s, counter, ns)
-	return took, steps, writes, events, steady, converted
+	return took, steps, writes, events, steady, converted, passCount, passTime
+}
+
+// passes reads the operator's DGD reconciles so far and the seconds they took
+// (controller-runtime's controller_runtime_reconcile_time_seconds histogram).
+func passes() (uint64, float64) {
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		return 0, 0
+	}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_time_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "dynamographdeployment" {
+					return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+	}
+	return 0, 0
 }
 
 // conversions counts the requests the conversion webhook (served in this process) has
