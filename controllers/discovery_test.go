@@ -5,9 +5,13 @@ import (
 
 	apicommon "github.com/ai-dynamo/grove/operator/api/common"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -168,5 +172,42 @@ func TestRoutableCountsDynamoGroveGangs(t *testing.T) {
 	r.Backends = backends.NewRegistry()
 	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[key] != 0 {
 		t.Errorf("without the Grove backend: routable %v, want none", got)
+	}
+}
+
+// TestReadyEndpointsChanged: an EndpointSlice update starts a pass only when a ready
+// endpoint comes or goes (or the slice's labels or Service change); a not-ready endpoint
+// added (a pod given its address) or a terminating endpoint's serving flag does not.
+func TestReadyEndpointsChanged(t *testing.T) {
+	ep := func(name string, ready, serving bool) discoveryv1.Endpoint {
+		return discoveryv1.Endpoint{Addresses: []string{"10.0.0.1"}, TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: name, UID: types.UID(name + "-uid")},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(ready), Serving: ptr.To(serving)}}
+	}
+	slice := func(eps ...discoveryv1.Endpoint) *discoveryv1.EndpointSlice {
+		return &discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: "s", Labels: map[string]string{v1alpha1.LabelGraph: "g"},
+			OwnerReferences: []metav1.OwnerReference{{Kind: "Service", Name: "svc", UID: "svc-uid", Controller: ptr.To(true)}}}, Endpoints: eps}
+	}
+	a, b := ep("a", true, true), ep("b", true, true)
+	relabelled := slice(a)
+	relabelled.Labels = map[string]string{v1alpha1.LabelGraph: "h"}
+	cases := []struct {
+		name     string
+		old, new *discoveryv1.EndpointSlice
+		want     bool
+	}{
+		{"a not-ready endpoint added", slice(a), slice(a, ep("b", false, false)), false},
+		{"the same ready endpoints in another order", slice(a, b), slice(b, a), false},
+		{"a terminating endpoint stops serving", slice(a, ep("b", false, true)), slice(a, ep("b", false, false)), false},
+		{"an endpoint turns ready", slice(a, ep("b", false, false)), slice(a, b), true},
+		{"a ready endpoint goes", slice(a, b), slice(a), true},
+		{"a ready endpoint turns not ready (terminating)", slice(a, b), slice(a, ep("b", false, true)), true},
+		{"a pod recreated under its name (another UID)", slice(a), slice(discoveryv1.Endpoint{TargetRef: &corev1.ObjectReference{Name: "a", UID: "other"},
+			Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}), true},
+		{"labels change", slice(a), relabelled, true},
+	}
+	for _, c := range cases {
+		if got := readyEndpointsChanged(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
+			t.Errorf("%s: readyEndpointsChanged = %v, want %v", c.name, got, c.want)
+		}
 	}
 }

@@ -104,8 +104,10 @@ func (r *Reconciler) watch(mgr ctrl.Manager, b *builder.Builder) *builder.Builde
 		}
 	}
 	// A discovery EndpointSlice's change is a readiness change (controllers/discovery.go):
-	// it carries its Service's graph label.
-	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(podToDGD))
+	// it carries its Service's graph label. An update that leaves what a pass reads of it
+	// unchanged (readyEndpointsChanged) starts none.
+	b = b.Watches(&discoveryv1.EndpointSlice{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
+		builder.WithPredicates(predicate.Funcs{UpdateFunc: readyEndpointsChanged}))
 	// Pods are watched and listed as metadata only: the controller reads their labels,
 	// and a full pod of a Dynamo component (env, probes, volumes) is kilobytes.
 	return b.WatchesMetadata(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToDGD),
