@@ -188,17 +188,13 @@ func (r *Reconciler) dynamoWorkloadObjects(ctx context.Context, dgd *v1alpha1.Dy
 func (r *Reconciler) dynamoPodCliqueSets(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dy *decide.Dynamo,
 	pods []metav1.PartialObjectMetadata, counts map[backends.Key]int32) ([]decide.Workload, error) {
 	gvk := grovev1.SchemeGroupVersion.WithKind(grove.Kind)
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(grove.Kind + "List"))
-	switch err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace)); {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
+	items, _, err := r.listMetadata(ctx, gvk, client.InNamespace(dgd.Namespace))
+	if err != nil {
 		return nil, fmt.Errorf("listing the PodCliqueSets of namespace %s: %w", dgd.Namespace, err)
 	}
 	var out []decide.Workload
-	for i := range list.Items {
-		p := &list.Items[i]
+	for i := range items {
+		p := &items[i]
 		if !metav1.IsControlledBy(p, dgd) || !grove.NotOurs(gvk, p) {
 			continue
 		}
@@ -404,17 +400,15 @@ func (r *Reconciler) runsPods(w decide.Workload) backends.Backend {
 func (r *Reconciler) listDCDs(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]metav1.PartialObjectMetadata, schema.GroupVersionKind, error) {
 	for _, v := range dcdVersions {
 		gvk := schema.GroupVersionKind{Group: v1alpha1.GroupVersion.Group, Version: v, Kind: decide.DCDKind}
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(decide.DCDKind + "List"))
-		err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name})
+		items, served, err := r.listMetadata(ctx, gvk, client.InNamespace(dgd.Namespace), client.MatchingLabels{v1alpha1.LabelGraph: dgd.Name})
 		switch {
-		case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-			continue
 		case err != nil:
 			return nil, gvk, fmt.Errorf("listing Dynamo's %ss of %s/%s: %w", decide.DCDKind, dgd.Namespace, dgd.Name, err)
+		case !served:
+			continue
 		}
 		var out []metav1.PartialObjectMetadata
-		for _, d := range list.Items {
+		for _, d := range items {
 			if metav1.IsControlledBy(&d, dgd) {
 				out = append(out, d)
 			}
@@ -537,4 +531,19 @@ func dropFinalizer(ctx context.Context, c client.Client, obj client.Object, fina
 		return fmt.Errorf("removing finalizer %s from %s/%s: %w", finalizer, obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
+}
+
+// listMetadata lists, past the cache, the metadata of the objects of kind gvk that opts
+// select; served is false, with none and no error, when the cluster does not serve the
+// kind (its CRD is not installed: Grove's, Dynamo's, LWS's DisaggregatedSet, Istio's).
+func (r *Reconciler) listMetadata(ctx context.Context, gvk schema.GroupVersionKind, opts ...client.ListOption) (items []metav1.PartialObjectMetadata, served bool, err error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	switch err := r.APIReader.List(ctx, list, opts...); {
+	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
+		return nil, false, nil
+	case err != nil:
+		return nil, false, err
+	}
+	return list.Items, true, nil
 }

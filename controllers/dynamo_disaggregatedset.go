@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	disaggv1 "sigs.k8s.io/lws/api/disaggregatedset/v1"
@@ -45,17 +43,13 @@ const disaggregatedSetKind = "DisaggregatedSet"
 // dgd's namespace that dgd controls and this operator did not make: Dynamo's of the DGD.
 // None when the DisaggregatedSet CRD is not served.
 func (r *Reconciler) dynamoDisaggregatedSets(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) ([]backends.ObjectRef, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(disaggv1.GroupVersion.WithKind(disaggregatedSetKind + "List"))
-	switch err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace)); {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
+	items, _, err := r.listMetadata(ctx, disaggv1.GroupVersion.WithKind(disaggregatedSetKind), client.InNamespace(dgd.Namespace))
+	if err != nil {
 		return nil, fmt.Errorf("listing the DisaggregatedSets of namespace %s: %w", dgd.Namespace, err)
 	}
 	var out []backends.ObjectRef
-	for i := range list.Items {
-		d := &list.Items[i]
+	for i := range items {
+		d := &items[i]
 		if metav1.IsControlledBy(d, dgd) && d.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue {
 			out = append(out, backends.ObjectRef{Kind: disaggregatedSetKind, Name: d.Name, UID: d.UID})
 		}

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	networkingv1 "k8s.io/api/networking/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,17 +41,14 @@ func (r *Reconciler) dynamoExposure(ctx context.Context, dgd *v1alpha1.DynamoGra
 // GenerateComponentVirtualService; networking.istio.io/v1beta1). None when Istio's CRD
 // is not served.
 func (r *Reconciler) dynamoVirtualServices(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, dcds []metav1.PartialObjectMetadata) ([]backends.ObjectRef, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(schema.GroupVersionKind{Group: "networking.istio.io", Version: "v1beta1", Kind: "VirtualServiceList"})
-	switch err := r.APIReader.List(ctx, list, client.InNamespace(dgd.Namespace)); {
-	case meta.IsNoMatchError(err) || apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
+	items, _, err := r.listMetadata(ctx, schema.GroupVersionKind{Group: "networking.istio.io", Version: "v1beta1", Kind: "VirtualService"},
+		client.InNamespace(dgd.Namespace))
+	if err != nil {
 		return nil, fmt.Errorf("listing the VirtualServices of namespace %s: %w", dgd.Namespace, err)
 	}
 	var out []backends.ObjectRef
-	for i := range list.Items {
-		vs := &list.Items[i]
+	for i := range items {
+		vs := &items[i]
 		if ref := metav1.GetControllerOf(vs); ref != nil && slices.ContainsFunc(dcds, func(d metav1.PartialObjectMetadata) bool { return d.UID == ref.UID }) {
 			out = append(out, backends.ObjectRef{Kind: "VirtualService", Name: vs.Name, UID: vs.UID})
 		}
