@@ -43,12 +43,12 @@ func (r *Reconciler) observeDiscovery(ctx context.Context, dgd *v1alpha1.DynamoG
 	if !r.Platform.KubernetesDiscovery(dgd) {
 		return disc, nil
 	}
-	var slices discoveryv1.EndpointSliceList
-	if err := backends.ListGraph(ctx, r.Client, &slices, dgd.Namespace, dgd.Name); err != nil {
+	var list discoveryv1.EndpointSliceList
+	if err := backends.ListGraph(ctx, r.Client, &list, dgd.Namespace, dgd.Name); err != nil {
 		return disc, fmt.Errorf("listing EndpointSlices of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
-	for i := range slices.Items {
-		s := &slices.Items[i]
+	for i := range list.Items {
+		s := &list.Items[i]
 		ref := metav1.GetControllerOf(s)
 		if ref == nil {
 			continue
@@ -60,7 +60,7 @@ func (r *Reconciler) observeDiscovery(ctx context.Context, dgd *v1alpha1.DynamoG
 			}
 		}
 	}
-	routable := r.routable(dgd, pods, workloads, render.ReadyEndpoints(slices.Items, render.DiscoveryLabelled))
+	routable := r.routable(dgd, pods, workloads, render.ReadyEndpoints(list.Items, render.DiscoveryLabelled))
 	for i := range workloads {
 		w := &workloads[i]
 		if n := routable[w.Key]; w.Hash != "" && w.Ready > n {

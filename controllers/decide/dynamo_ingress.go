@@ -68,14 +68,11 @@ func takeControl(dgd *v1alpha1.DynamoGraphDeployment, obj metav1.Object) {
 
 // ingressHosts names the hosts of an Ingress's rules.
 func ingressHosts(ing *networkingv1.Ingress) string {
-	hosts := ""
+	hosts := make([]string, len(ing.Spec.Rules))
 	for i, r := range ing.Spec.Rules {
-		if i > 0 {
-			hosts += ", "
-		}
-		hosts += r.Host
+		hosts[i] = r.Host
 	}
-	return hosts
+	return strings.Join(hosts, ", ")
 }
 
 // releaseExposure decides what becomes of the objects exposing the graph that a DCD of
