@@ -134,6 +134,14 @@ type Description struct {
 	// of its own of that name (an operator before issue 22 named a revision's discovery
 	// Service so), it tells the backend (SubdomainReleaser).
 	ReleasesSubdomain bool
+	// ReadyIsPodReady: a replica is one pod, ready exactly when the pod's Ready
+	// condition is true (a Deployment of minReadySeconds 0, which the controller never
+	// sets: its available count is its Ready pods). Its status says so two controller
+	// hops after the pod (the ReplicaSet's status, then the Deployment's), the discovery
+	// EndpointSlice one hop after it: under Kubernetes discovery the controller counts
+	// such a workload's ready replicas from its discovery endpoints (controllers'
+	// observeDiscovery), and a step starts a hop sooner.
+	ReadyIsPodReady bool
 	// Names is Backend.Name when it reads nothing: a workload's name from the DGD and
 	// its key alone. Nil when the name depends on the cluster (Grove picks the first
 	// free PodCliqueSet name): the controller asks Backend.Name, once per key it needs.

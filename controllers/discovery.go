@@ -28,6 +28,9 @@ import (
 // A revision whose discovery Service is missing, or whose leaders' endpoints have not
 // been published, is not ready, whatever its workload says: no step counts on it and
 // the DGD is not Ready (issue 22: Ready=True while the frontend saw no decode worker).
+// Where a replica is one pod ready exactly when Ready (a Deployment), its ready
+// endpoint is enough: the Deployment's status says the same two controller hops later
+// (backends.Description.ReadyIsPodReady; benchmark P1's steps start a hop sooner).
 // In a real cluster the EndpointSlice controller writes the endpoint a few
 // milliseconds after the pod turns Ready, and its event starts the pass that counts it.
 // Under etcd discovery there are no discovery Services: the workloads' readiness stays
@@ -60,15 +63,39 @@ func (r *Reconciler) observeDiscovery(ctx context.Context, dgd *v1alpha1.DynamoG
 			}
 		}
 	}
-	routable := r.routable(dgd, pods, workloads, render.ReadyEndpoints(list.Items, render.DiscoveryLabelled))
+	r.countRoutable(ctx, workloads, r.routable(dgd, pods, workloads, render.ReadyEndpoints(list.Items, render.DiscoveryLabelled)))
+	return disc, nil
+}
+
+// countRoutable sets each worker workload's ready count to the replicas Dynamo routes
+// to: lowered to its routable replicas, and for a backend whose replicas are ready
+// exactly when their pod is (backends.Description.ReadyIsPodReady) raised to them, as
+// the endpoints are a hop ahead of the workload's status, though never above the pods
+// its status counts (a pod of its labels it does not own is not one of its replicas).
+func (r *Reconciler) countRoutable(ctx context.Context, workloads []decide.Workload, routable map[backends.Key]int32) {
 	for i := range workloads {
 		w := &workloads[i]
-		if n := routable[w.Key]; w.Hash != "" && w.Ready > n {
+		n := routable[w.Key]
+		switch {
+		case w.Hash == "":
+		case w.Ready > n:
 			log.FromContext(ctx).V(1).Info("ready replicas Dynamo's discovery does not route to (yet)", "workload", w.Name, "ready", w.Ready, "routable", n)
 			w.Ready = n
+		case w.Ready < n && r.readyIsPodReady(w):
+			w.Ready = min(n, w.Current)
 		}
 	}
-	return disc, nil
+}
+
+// readyIsPodReady reports whether a workload's replicas are single pods ready exactly
+// when Ready (backends.Description.ReadyIsPodReady): the operator's own workloads of
+// such a backend, not Dynamo's, whose minReadySeconds it does not set.
+func (r *Reconciler) readyIsPodReady(w *decide.Workload) bool {
+	if w.Backend == decide.DynamoBackend {
+		return false
+	}
+	b := r.Backends.ByKind(w.Backend)
+	return b != nil && b.Describe().ReadyIsPodReady
 }
 
 // routable counts, per worker workload, the replicas whose runtime pod is the one ready

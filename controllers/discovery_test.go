@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"context"
 	"testing"
 
 	apicommon "github.com/ai-dynamo/grove/operator/api/common"
@@ -208,6 +209,42 @@ func TestReadyEndpointsChanged(t *testing.T) {
 	for _, c := range cases {
 		if got := readyEndpointsChanged(event.UpdateEvent{ObjectOld: c.old, ObjectNew: c.new}); got != c.want {
 			t.Errorf("%s: readyEndpointsChanged = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// A Deployment's ready endpoints count its ready replicas as soon as the EndpointSlice
+// controller writes them, a hop before the Deployment's status does (P1: the step's
+// first write came 26-50 ms after the pod's Ready, waiting for the ReplicaSet's and
+// then the Deployment's status), never above the pods the status counts; a gang's
+// leader endpoint (LWS) and Dynamo's Deployments (whose minReadySeconds the operator
+// does not set) still count only what their status says, and no workload counts a
+// replica Dynamo does not route to.
+func TestCountRoutable(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().
+		Register(v1alpha1.BackendDeployment, deployment.New(nil, nil, nil, render.Config{})).
+		Register(v1alpha1.BackendLeaderWorkerSet, lws.New(nil, nil, render.Config{}))}
+	key := func(hash string) backends.Key { return backends.Key{Service: "decode", Hash: hash} }
+	w := func(backend, hash string, ready, current int32) decide.Workload {
+		return decide.Workload{Backend: backend, Workload: backends.Workload{Key: key(hash), Kind: backend, Name: "g-decode-" + hash, Ready: ready, Current: current}}
+	}
+	for _, c := range []struct {
+		name     string
+		w        decide.Workload
+		routable int32
+		want     int32
+	}{
+		{"Deployment, endpoints ahead of its status", w("Deployment", "a", 1, 3), 2, 2},
+		{"Deployment, capped by the pods its status counts", w("Deployment", "a", 1, 2), 3, 2},
+		{"Deployment, status ahead of its endpoints", w("Deployment", "a", 3, 3), 1, 1},
+		{"LeaderWorkerSet, a leader's endpoint is not its gang", w(lws.Kind, "b", 1, 3), 2, 1},
+		{"Dynamo's Deployment", w(decide.DynamoBackend, "c", 1, 3), 2, 1},
+		{"a stable service", w("Deployment", "", 1, 3), 2, 1},
+	} {
+		ws := []decide.Workload{c.w}
+		r.countRoutable(context.Background(), ws, map[backends.Key]int32{c.w.Key: c.routable})
+		if ws[0].Ready != c.want {
+			t.Errorf("%s: ready %d, want %d", c.name, ws[0].Ready, c.want)
 		}
 	}
 }

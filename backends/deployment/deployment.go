@@ -39,6 +39,8 @@ func kind(s *runtime.Scheme, cfg render.Config) single.Kind[*appsv1.Deployment] 
 			Kind: Kind,
 			// A ReplicaSet deletes not-ready pods before ready ones.
 			RemovesUnreadyFirst: true,
+			// The rendered Deployments keep minReadySeconds 0.
+			ReadyIsPodReady: true,
 			Names: func(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) string {
 				return backends.WorkloadName(dgd.Name, key.Service, key.Hash)
 			},

@@ -4,7 +4,10 @@
 // roll a plain Deployment of 8 replicas (maxSurge 1, maxUnavailable 0) against the time
 // to roll a Deployment-backed DGD worker service of 8 replicas with the same settings,
 // and the API writes the operator made (targets: ratio <= 1.05, <= 3 writes per step,
-// 0 in steady state).
+// 0 in steady state). A third arm rolls a plain Deployment of the DGD's own rendered
+// pods: the DGD's ratio to it leaves out what Dynamo's pod contract costs the
+// scheduler and KWOK. Each rollout is timed by a watch, as kubectl rollout status does.
+// P1_TRACE=<prefix> writes each round's timeline (p1_trace_test.go).
 package bench
 
 import (
@@ -24,7 +27,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -53,6 +58,7 @@ type writeCounter struct {
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	activeTrace.request(r)
 	if r.Method != http.MethodGet {
 		switch p := r.URL.Path; {
 		case contains(p, "/events"):
@@ -80,7 +86,7 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 	}
 	ctrl.SetLogger(logr.Discard())
 	ctx := context.Background()
-	cl, err := cluster.Start(ctx, cluster.Options{Nodes: 4, PodReadyDelay: PodReadyDelay})
+	cl, err := cluster.Start(ctx, cluster.Options{Nodes: 4, PodReadyDelay: PodReadyDelay, Profiling: tracePrefix != ""})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -88,7 +94,7 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 	if err := cl.InstallCRDs(ctx, filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")); err != nil {
 		b.Fatal(err)
 	}
-	k8s, err := client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
+	k8s, err := client.NewWithWatch(cl.Config, client.Options{Scheme: app.NewScheme()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -98,20 +104,26 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 		if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 			b.Fatal(err)
 		}
-		dep := rollDeployment(b, k8s, ns)
-		dgd, steps, writes, events, steady, converted, passCount, passTime := rollDGD(b, k8s, counter, ns)
+		trace := startTrace(b, cl, ns)
+		dep := rollDeployment(b, k8s, trace, ns)
+		dgd, steps, writes, events, steady, converted, passCount, passTime := rollDGD(b, k8s, counter, trace, ns)
+		same := rollSamePods(b, k8s, trace, ns)
+		trace.stop()
 		ratio := dgd.Seconds() / dep.Seconds()
 		perStep := float64(writes) / float64(max(steps, 1))
 		b.ReportMetric(dep.Seconds(), "deployment-s")
 		b.ReportMetric(dgd.Seconds(), "dgd-s")
 		b.ReportMetric(ratio, "ratio")
+		b.ReportMetric(same.Seconds(), "same-pods-s")
+		b.ReportMetric(dgd.Seconds()/same.Seconds(), "ratio-same-pods")
 		b.ReportMetric(perStep, "writes/step")
 		b.ReportMetric(float64(steady), "steady-writes")
 		b.ReportMetric(converted, "conversions")
 		fmt.Printf("P1 (%d replicas, maxSurge 1, maxUnavailable 0, pod-ready delay %s): Deployment %.2fs, DGD %.2fs, ratio %.3f (target <= 1.05)\n"+
+			"    a Deployment of the DGD's own pods: %.2fs, the DGD's ratio to it %.3f\n"+
 			"    operator API writes: %d workload+status writes over %d steps = %.2f/step (target <= 3), plus %d Event writes; %d in steady state (target 0)\n"+
 			"    conversion webhook requests during the DGD's rollout: %.0f; the operator's passes: %d taking %.0f ms (%.1f ms each)\n",
-			Replicas, PodReadyDelay, dep.Seconds(), dgd.Seconds(), ratio, writes, steps, perStep, events, steady, converted,
+			Replicas, PodReadyDelay, dep.Seconds(), dgd.Seconds(), ratio, same.Seconds(), dgd.Seconds()/same.Seconds(), writes, steps, perStep, events, steady, converted,
 			passCount, passTime*1000, passTime*1000/float64(max(passCount, 1)))
 	}
 }
@@ -142,42 +154,80 @@ func startOperator(b *testing.B, cfg *rest.Config) *writeCounter {
 
 // rollDeployment creates a ready Deployment, changes its image and times the rollout
 // until kubectl rollout status would call it complete.
-func rollDeployment(b *testing.B, k8s client.Client, ns string) time.Duration {
-	ctx := context.Background()
+func rollDeployment(b *testing.B, k8s client.WithWatch, trace *p1Trace, ns string) time.Duration {
 	labels := map[string]string{"app": "plain"}
-	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "plain"},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](Replicas),
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
-				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
-			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1",
-					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resourceOne()}}}}}},
-		}}
+	return rollPlain(b, k8s, trace, p1Deployment(ns, "plain", labels, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1",
+			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resourceOne()}}}}}}))
+}
+
+// rollPlain creates d, waits for it to be ready, changes its first container's image
+// and times the rollout until kubectl rollout status would call it complete, then
+// deletes it (freeing the fake GPUs).
+func rollPlain(b *testing.B, k8s client.WithWatch, trace *p1Trace, d *appsv1.Deployment) time.Duration {
+	ctx := context.Background()
 	if err := k8s.Create(ctx, d); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return deploymentComplete(k8s, ns) })
+	done := func(o runtime.Object) bool { return deploymentDone(o.(*appsv1.Deployment)) }
+	watchUntil(b, k8s, &appsv1.DeploymentList{}, d.Namespace, d.Name, done)
 	if err := k8s.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
 		b.Fatal(err)
 	}
 	d.Spec.Template.Spec.Containers[0].Image = "vllm:v2"
 	begin := time.Now()
+	trace.begin(d.Name)
 	if err := k8s.Update(ctx, d); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return deploymentComplete(k8s, ns) })
+	watchUntil(b, k8s, &appsv1.DeploymentList{}, d.Namespace, d.Name, done)
 	took := time.Since(begin)
-	_ = k8s.Delete(ctx, d) // frees the fake GPUs for the DGD
+	trace.end(d.Name)
+	_ = k8s.Delete(ctx, d)
 	return took
 }
 
-func deploymentComplete(k8s client.Client, ns string) bool {
-	var d appsv1.Deployment
-	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "plain"}, &d); err != nil {
-		return false
+// rollSamePods rolls a plain Deployment of the pods the DGD's worker runs (the rendered
+// template: Dynamo's env, ports, probes, /dev/shm; the operator's labels dropped, so no
+// Service selects its pods and the operator hears nothing of them), the same way, after
+// the DGD's rollout. Against it the DGD's time is what the operator and its objects
+// add, apart from what pods of Dynamo's contract cost the scheduler and KWOK (a bigger
+// pod takes them longer to place and to play: docs/benchmarks.md, P1's anatomy).
+func rollSamePods(b *testing.B, k8s client.WithWatch, trace *p1Trace, ns string) time.Duration {
+	ctx := context.Background()
+	var list appsv1.DeploymentList
+	if err := k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelGraph: "p1"}); err != nil {
+		b.Fatal(err)
 	}
+	var tmpl *corev1.PodTemplateSpec
+	for i := range list.Items {
+		if strings.HasPrefix(list.Items[i].Name, "p1-worker-") {
+			tmpl = list.Items[i].Spec.Template.DeepCopy()
+		}
+	}
+	if tmpl == nil {
+		b.Fatal("no worker Deployment of the DGD")
+	}
+	labels := map[string]string{"app": "same"}
+	tmpl.Labels, tmpl.Annotations = labels, nil
+	tmpl.Spec.Containers[0].Image = "vllm:v1"
+	d := p1Deployment(ns, "same", labels, *tmpl)
+	return rollPlain(b, k8s, trace, d)
+}
+
+func p1Deployment(ns, name string, labels map[string]string, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](Replicas),
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RollingUpdateDeploymentStrategyType, RollingUpdate: &appsv1.RollingUpdateDeployment{
+				MaxSurge: ptr.To(intstr.FromInt32(1)), MaxUnavailable: ptr.To(intstr.FromInt32(0))}},
+			Template: tmpl,
+		}}
+}
+
+// deploymentDone is kubectl rollout status's complete.
+func deploymentDone(d *appsv1.Deployment) bool {
 	s := d.Status
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == Replicas && s.Replicas == Replicas && s.AvailableReplicas == Replicas
 }
@@ -186,7 +236,7 @@ func deploymentComplete(k8s client.Client, ns string) bool {
 // over the rollout (until the drained revision is deleted), per step (a pass that moved
 // replicas), and in steady state (a reconcile triggered after it, which must write
 // nothing).
-func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) (took time.Duration, steps, writes, events, steady int64, converted float64, passCount uint64, passTime float64) {
+func rollDGD(b *testing.B, k8s client.WithWatch, counter *writeCounter, trace *p1Trace, ns string) (took time.Duration, steps, writes, events, steady int64, converted float64, passCount uint64, passTime float64) {
 	ctx := context.Background()
 	obj := harness.NewDGD(ns, "p1").Service("worker", "worker", "", Replicas, "vllm:v1").Rollout("1", "0").Obj()
 	obj.Spec.Services["worker"].Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
@@ -203,11 +253,13 @@ func rollDGD(b *testing.B, k8s client.Client, counter *writeCounter, ns string) 
 	convBefore := conversions()
 	passesBefore, passTimeBefore := passes()
 	begin := time.Now()
+	trace.begin("dgd")
 	if err := k8s.Update(ctx, &live); err != nil {
 		b.Fatal(err)
 	}
-	waitFor(b, func() bool { return dgdComplete(k8s, ns, 2) })
+	watchUntil(b, k8s, &v1beta1.DynamoGraphDeploymentList{}, ns, "p1", func(o runtime.Object) bool { return dgdDone(o.(*v1beta1.DynamoGraphDeployment), 2) })
 	took = time.Since(begin)
+	trace.end("dgd")
 	converted = conversions() - convBefore
 	n, t := passes()
 	passCount, passTime = n-passesBefore, t-passTimeBefore
@@ -311,6 +363,11 @@ func dgdComplete(k8s client.Client, ns string, rev int64) bool {
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "p1"}, &d); err != nil {
 		return false
 	}
+	return dgdDone(&d, rev)
+}
+
+// dgdDone: revision rev rolled out with every worker replica ready.
+func dgdDone(d *v1beta1.DynamoGraphDeployment, rev int64) bool {
 	ru := d.Status.RollingUpdate
 	return d.Status.UpdateRevisionNumber == rev && ru != nil && ru.Phase == v1alpha1.RolloutCompleted &&
 		d.Status.Components["worker"].ReadyReplicas == Replicas
@@ -326,6 +383,30 @@ func statusShowsOneRevision(k8s client.Client, ns string) bool {
 	var d v1beta1.DynamoGraphDeployment
 	_ = k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "p1"}, &d)
 	return len(d.Status.Components["worker"].Workloads) == 1
+}
+
+// watchUntil watches one object until cond holds for it, as kubectl rollout status
+// does, and times both rollouts so: polling every 20 ms, as P1 did until Nov 27, cost
+// the API server far more for the DGD (a custom resource, read from etcd and decoded
+// against its schema at each GET) than for the Deployment, on the two cores the
+// rollouts are timed on.
+func watchUntil(b *testing.B, k8s client.WithWatch, list client.ObjectList, ns, name string, cond func(runtime.Object) bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	w, err := k8s.Watch(ctx, list, client.InNamespace(ns), client.MatchingFields{"metadata.name": name})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Stop()
+	for ev := range w.ResultChan() {
+		if ev.Type == watch.Error {
+			b.Fatalf("watching %s/%s: %v", ns, name, ev.Object)
+		}
+		if cond(ev.Object) {
+			return
+		}
+	}
+	b.Fatalf("timed out watching %s/%s", ns, name)
 }
 
 func waitFor(b *testing.B, cond func() bool) {
