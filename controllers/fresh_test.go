@@ -36,7 +36,7 @@ func TestFreshReadsPastACacheBehindOurStatusWrite(t *testing.T) {
 	if err := r.fresh(context.Background(), d); err != nil || live.reads != 0 || d.ResourceVersion != "9" {
 		t.Fatalf("no status written yet: the cache is used (reads %d, rv %s, err %v)", live.reads, d.ResourceVersion, err)
 	}
-	r.statusRV.Store(key, "10")
+	r.statusRV.Store(key, written{rv: "10"})
 	for _, c := range []struct {
 		rv    string
 		reads int
@@ -51,5 +51,31 @@ func TestFreshReadsPastACacheBehindOurStatusWrite(t *testing.T) {
 		if err := r.fresh(context.Background(), d); err != nil || live.reads != c.reads || d.ResourceVersion != c.want {
 			t.Fatalf("cached rv %s: reads %d (want %d), rv %s (want %s), err %v", c.rv, live.reads, c.reads, d.ResourceVersion, c.want, err)
 		}
+	}
+}
+
+// The DGD our status write was answered with stands in for a cache behind it: no read
+// on the step's path; once the cache shows the write, the copy is dropped.
+func TestFreshTakesOurStatusWritesAnswer(t *testing.T) {
+	live := &liveReader{rv: "12"}
+	r := &Reconciler{APIReader: live}
+	key := types.NamespacedName{Namespace: "ns", Name: "g"}
+	ours := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: "10"},
+		Status: v1alpha1.DynamoGraphDeploymentStatus{UpdateRevisionNumber: 2}}
+	r.statusRV.Store(key, written{rv: "10", dgd: ours})
+	d := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: "9"}}
+	if err := r.fresh(context.Background(), d); err != nil || live.reads != 0 || d.ResourceVersion != "10" || d.Status.UpdateRevisionNumber != 2 {
+		t.Fatalf("a cache behind our write: reads %d, rv %s, revision %d, err %v; want our write's answer, no read", live.reads, d.ResourceVersion, d.Status.UpdateRevisionNumber, err)
+	}
+	d.Status.UpdateRevisionNumber = 7 // the pass's copy is its own
+	if ours.Status.UpdateRevisionNumber != 2 {
+		t.Fatal("the kept answer was changed through the pass's DGD")
+	}
+	caught := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: "11"}}
+	if err := r.fresh(context.Background(), caught); err != nil || caught.ResourceVersion != "11" {
+		t.Fatalf("a cache past our write is used: rv %s, err %v", caught.ResourceVersion, err)
+	}
+	if v, _ := r.statusRV.Load(key); v.(written).dgd != nil || v.(written).rv != "10" {
+		t.Fatalf("kept %+v after the cache showed the write: want the version alone", v)
 	}
 }

@@ -39,8 +39,8 @@ type Reconciler struct {
 	// unscheduled shares each namespace's list of pods the scheduler could not place
 	// among its DGDs (findUnschedulable).
 	unscheduled unscheduledPods
-	// statusRV remembers, per DGD, the resourceVersion of the operator's last status
-	// write (see fresh).
+	// statusRV remembers, per DGD, the operator's last status write (a written: see
+	// fresh).
 	statusRV sync.Map
 	// specs remembers each DGD's render.Validate verdict (specchecks.go).
 	specs specChecks

@@ -77,13 +77,20 @@ func eventAction(msg string) string {
 	return fmt.Sprintf("Rollout-%08x", h.Sum32())
 }
 
-// updateStatus writes dgd's status and remembers the resourceVersion it got (statusRV),
-// so the next pass does not decide from a cache behind its own write: the one status
-// write of the pass's report and of an announcement ahead of it.
+// updateStatus writes dgd's status and remembers what it wrote (statusRV), so the next
+// pass does not decide from a cache behind its own write: the one status write of the
+// pass's report and of an announcement ahead of it.
 func (r *Reconciler) updateStatus(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) error {
 	if err := r.Client.Status().Update(ctx, dgd); err != nil {
 		return fmt.Errorf("updating status of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
-	r.statusRV.Store(client.ObjectKeyFromObject(dgd), dgd.ResourceVersion)
+	r.statusRV.Store(client.ObjectKeyFromObject(dgd), written{rv: dgd.ResourceVersion, dgd: dgd.DeepCopy()})
 	return nil
+}
+
+// written is the operator's last status write of a DGD: its resourceVersion, and the
+// DGD the API server answered it with until the cache shows it (nil after).
+type written struct {
+	rv  string
+	dgd *v1alpha1.DynamoGraphDeployment
 }
