@@ -8,6 +8,9 @@
 // spec.rollout defaults (25%/25%) and with maxSurge 1 / maxUnavailable 0, which is
 // DisaggregatedSet's default (its planner's DefaultRollingUpdateConfig) and so the
 // like-for-like comparison. Target: our time <= theirs, peak pods and skew no worse.
+// A fourth arm runs the DisaggregatedSet on the pods the DGD runs (our LeaderWorkerSet
+// backend's leader and worker templates, Dynamo's multinode contract), which the first
+// arm's bare containers are not: against it the DGD's time is what the operator adds.
 //
 // Skew is reported twice: over every observed LeaderWorkerSet state (states between
 // two writes of one reconcile included) and at pass results, which PassRecorder finds
@@ -69,7 +72,7 @@ const (
 
 var p2Roles = []GangRole{{Name: "prefill", Replicas: 4, Size: 2}, {Name: "decode", Replicas: 2, Size: 4}}
 
-// p2Runs rotates the order of the three systems from one -count run to the next.
+// p2Runs rotates the order of the four systems from one -count run to the next.
 var p2Runs int
 
 // tally counts one controller's mutating API requests by target.
@@ -153,6 +156,13 @@ type p2Env struct {
 	k8s             client.Client
 	op, lwsTally    *tally
 	opPass, lwsPass *PassRecorder
+	// dgdTemplates are the leader and worker pod templates our LeaderWorkerSet
+	// backend rendered for each role (the first DGD arm's), which the DisaggregatedSet
+	// arm of the same pods runs.
+	dgdTemplates map[string]lwsv1.LeaderWorkerTemplate
+	// dgdObjects are what those pods refer to (the discovery ServiceAccount, without
+	// which the API server refuses the pods, and the ConfigMaps they mount).
+	dgdObjects []client.Object
 }
 
 func BenchmarkP2DisaggregatedSetVsDGD(b *testing.B) {
@@ -207,6 +217,11 @@ func BenchmarkP2DisaggregatedSetVsDGD(b *testing.B) {
 			return runDGD(b, env, ns, "", "")
 		}},
 	}
+	// A DisaggregatedSet of the pods the DGD runs (the rendered templates of Dynamo's
+	// multinode contract, not the bare container above) leaves out what those pods
+	// cost LWS, the StatefulSet controller, the scheduler and KWOK. It takes the
+	// templates the first DGD arm rendered: the first run's order puts it last.
+	systems = append(systems, p2System{name: "DS, DGD's pods", short: "ds-same", run: runDisaggregatedSetSamePods})
 	for i := 0; i < b.N; i++ {
 		shift := p2Runs % len(systems)
 		p2Runs++
@@ -279,13 +294,98 @@ func dgdClassify(l map[string]string) (string, string, bool) {
 }
 
 func runDisaggregatedSet(b *testing.B, env *p2Env, ns string) p2Result {
+	return rollDisaggregatedSet(b, env, ns, p2DisaggregatedSet(ns, "vllm:v1"))
+}
+
+// runDisaggregatedSetSamePods rolls a DisaggregatedSet whose roles run the DGD's
+// rendered leader and worker templates.
+func runDisaggregatedSetSamePods(b *testing.B, env *p2Env, ns string) p2Result {
+	if env.dgdTemplates == nil {
+		b.Fatal("no DGD arm has rendered its templates yet")
+	}
+	obj := p2DisaggregatedSet(ns, "vllm:v1")
+	for i := range obj.Spec.Roles {
+		t, ok := env.dgdTemplates[obj.Spec.Roles[i].Name]
+		if !ok {
+			b.Fatalf("no rendered templates of role %s", obj.Spec.Roles[i].Name)
+		}
+		lwt := &obj.Spec.Roles[i].Spec.LeaderWorkerTemplate
+		lwt.LeaderTemplate, lwt.WorkerTemplate = t.LeaderTemplate.DeepCopy(), *t.WorkerTemplate.DeepCopy()
+	}
+	for _, o := range env.dgdObjects {
+		c := o.DeepCopyObject().(client.Object)
+		c.SetNamespace(ns)
+		if err := env.k8s.Create(context.Background(), c); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return rollDisaggregatedSet(b, env, ns, obj)
+}
+
+// renderedTemplates reads the leader and worker templates of the DGD's LeaderWorkerSets
+// by role, without the operator's labels (so neither it nor the DGD's Services take
+// the DisaggregatedSet's pods for theirs) and with the first container's image v1.
+func renderedTemplates(b *testing.B, env *p2Env, ns string) map[string]lwsv1.LeaderWorkerTemplate {
+	var list lwsv1.LeaderWorkerSetList
+	if err := env.k8s.List(context.Background(), &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelGraph: p2Name}); err != nil {
+		b.Fatal(err)
+	}
+	clean := func(t *corev1.PodTemplateSpec) {
+		t.Labels, t.Annotations = nil, nil
+		t.Spec.Containers[0].Image = "vllm:v1"
+	}
+	out := map[string]lwsv1.LeaderWorkerTemplate{}
+	for _, l := range list.Items {
+		role := l.Labels[v1alpha1.LabelService]
+		t := *l.Spec.LeaderWorkerTemplate.DeepCopy()
+		if t.LeaderTemplate != nil {
+			clean(t.LeaderTemplate)
+		}
+		clean(&t.WorkerTemplate)
+		out[role] = t
+	}
+	if len(out) != len(p2Roles) {
+		b.Fatalf("rendered templates of %d roles, want %d", len(out), len(p2Roles))
+	}
+	// What the templates name, read by name (not every one carries the graph label).
+	refs := map[client.ObjectKey]client.Object{}
+	for _, t := range out {
+		for _, pt := range []*corev1.PodTemplateSpec{t.LeaderTemplate, &t.WorkerTemplate} {
+			if pt == nil {
+				continue
+			}
+			if sa := pt.Spec.ServiceAccountName; sa != "" {
+				refs[client.ObjectKey{Namespace: ns, Name: "sa/" + sa}] = &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: sa}}
+			}
+			for _, v := range pt.Spec.Volumes {
+				if v.ConfigMap != nil {
+					refs[client.ObjectKey{Namespace: ns, Name: "cm/" + v.ConfigMap.Name}] = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v.ConfigMap.Name}}
+				}
+			}
+		}
+	}
+	for _, o := range refs {
+		if err := env.k8s.Get(context.Background(), client.ObjectKeyFromObject(o), o); err != nil {
+			b.Fatalf("reading %s the DGD's pods refer to: %v", o.GetName(), err)
+		}
+		o.SetResourceVersion("")
+		o.SetUID("")
+		o.SetOwnerReferences(nil)
+		o.SetLabels(nil)
+		o.SetManagedFields(nil)
+		o.SetCreationTimestamp(metav1.Time{})
+		env.dgdObjects = append(env.dgdObjects, o)
+	}
+	return out
+}
+
+func rollDisaggregatedSet(b *testing.B, env *p2Env, ns string, obj *disaggv1.DisaggregatedSet) p2Result {
 	ctx := context.Background()
 	w, err := WatchGangs(ctx, env.cfg, ns, p2Roles, dsClassify)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.Stop()
-	obj := p2DisaggregatedSet(ns, "vllm:v1")
 	if err := env.k8s.Create(ctx, obj); err != nil {
 		b.Fatal(err)
 	}
@@ -296,7 +396,11 @@ func runDisaggregatedSet(b *testing.B, env *p2Env, ns string) p2Result {
 		b.Fatal(err)
 	}
 	for i := range live.Spec.Roles {
-		live.Spec.Roles[i].Spec.LeaderWorkerTemplate.WorkerTemplate.Spec.Containers[0].Image = "vllm:v2"
+		lwt := &live.Spec.Roles[i].Spec.LeaderWorkerTemplate
+		lwt.WorkerTemplate.Spec.Containers[0].Image = "vllm:v2"
+		if lwt.LeaderTemplate != nil {
+			lwt.LeaderTemplate.Spec.Containers[0].Image = "vllm:v2"
+		}
 	}
 	before, load := env.lwsTally.snap(env.lwsPass.Controller), loadAverage()
 	env.lwsPass.Start()
@@ -334,6 +438,9 @@ func runDGD(b *testing.B, env *p2Env, ns, surge, unavailable string) p2Result {
 	var live v1alpha1.DynamoGraphDeployment
 	if err := env.k8s.Get(ctx, client.ObjectKeyFromObject(obj), &live); err != nil {
 		b.Fatal(err)
+	}
+	if env.dgdTemplates == nil {
+		env.dgdTemplates = renderedTemplates(b, env, ns)
 	}
 	harness.SetImage(&live, "vllm:v2")
 	signal, stopSignal := watchDGDCompleted(b, env.cfg, ns)
