@@ -79,3 +79,24 @@ func TestFreshTakesOurStatusWritesAnswer(t *testing.T) {
 		t.Fatalf("kept %+v after the cache showed the write: want the version alone", v)
 	}
 }
+
+// The cache's update event of the DGD drops the kept answer once it shows our write,
+// so a DGD that rests after its last status write keeps no copy; an older event keeps
+// it.
+func TestSettledDropsTheAnswerOnceTheCacheShowsIt(t *testing.T) {
+	r := &Reconciler{}
+	key := types.NamespacedName{Namespace: "ns", Name: "g"}
+	at := func(rv string) *v1alpha1.DynamoGraphDeployment {
+		return &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name, ResourceVersion: rv}}
+	}
+	r.statusRV.Store(key, written{rv: "10", dgd: at("10")})
+	r.settled(at("9"))
+	if v, _ := r.statusRV.Load(key); v.(written).dgd == nil {
+		t.Fatal("an event older than our write dropped the answer")
+	}
+	r.settled(at("10"))
+	if v, _ := r.statusRV.Load(key); v.(written).dgd != nil || v.(written).rv != "10" {
+		t.Fatalf("kept %+v once the cache showed our write: want the version alone", v)
+	}
+	r.settled(at("11")) // nothing kept: nothing to do
+}

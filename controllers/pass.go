@@ -140,7 +140,7 @@ func (r *Reconciler) result(ctx context.Context, req ctrl.Request, rep decide.Re
 // without a read on the step's path (19 ms under load in benchmark P2, before the
 // scale writes); a write by someone else since reaches the cache and starts a pass as
 // any would, and a status write on the older version conflicts and retries. The copy
-// is dropped once the cache shows the write. Resource versions compare as numbers
+// is dropped once the cache shows the write (settled). Resource versions compare as numbers
 // (k8s.io/apimachinery/pkg/util/resourceversion, KEP-5504); one that does not parse
 // keeps the cached DGD, and a conflict then retries as before.
 func (r *Reconciler) fresh(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) error {
@@ -155,9 +155,7 @@ func (r *Reconciler) fresh(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 	case err != nil:
 		return nil
 	case cmp >= 0:
-		if w.dgd != nil {
-			r.statusRV.CompareAndSwap(key, v, written{rv: w.rv})
-		}
+		r.settled(dgd)
 		return nil
 	}
 	StaleReads.Inc()
@@ -169,4 +167,19 @@ func (r *Reconciler) fresh(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploym
 		return nil
 	}
 	return r.APIReader.Get(ctx, key, dgd)
+}
+
+// settled drops the answer kept of the operator's last status write of a DGD once o,
+// the DGD as the cache shows it, is that write or newer: fresh no longer needs it, and
+// a DGD that rests after its last status write (no pass follows one) keeps no copy.
+// The cache's update event calls it (SetupWithManager), as does fresh.
+func (r *Reconciler) settled(o client.Object) {
+	key := client.ObjectKeyFromObject(o)
+	v, ok := r.statusRV.Load(key)
+	if !ok || v.(written).dgd == nil {
+		return
+	}
+	if cmp, err := resourceversion.CompareResourceVersion(o.GetResourceVersion(), v.(written).rv); err == nil && cmp >= 0 {
+		r.statusRV.CompareAndSwap(key, v, written{rv: v.(written).rv})
+	}
 }

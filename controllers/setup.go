@@ -37,7 +37,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 		// A DGD's own status writes (one per step, ours) start no pass: only its spec
 		// (generation), annotations, labels, creation and deletion do.
 		// The v1beta1 (storage) objects are watched: r.Client converts them (api/conversion).
+		// Each update also lets fresh drop the answer of the operator's own last status
+		// write once the cache shows it (settled).
 		For(&v1beta1.DynamoGraphDeployment{}, builder.WithPredicates(predicate.Or(
+			predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool { r.settled(e.ObjectNew); return false },
+				CreateFunc: func(event.CreateEvent) bool { return false }, DeleteFunc: func(event.DeleteEvent) bool { return false },
+				GenericFunc: func(event.GenericEvent) bool { return false }},
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
