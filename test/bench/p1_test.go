@@ -58,7 +58,7 @@ type writeCounter struct {
 }
 
 func (w *writeCounter) RoundTrip(r *http.Request) (*http.Response, error) {
-	activeTrace.request(r)
+	activeTrace.Load().request(r)
 	if r.Method != http.MethodGet {
 		switch p := r.URL.Path; {
 		case contains(p, "/events"):

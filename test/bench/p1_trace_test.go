@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -43,8 +44,9 @@ type p1Trace struct {
 	cancel context.CancelFunc
 }
 
-// activeTrace is the round's trace the operator's transport writes to (nil: none).
-var activeTrace *p1Trace
+// activeTrace is the round's trace the operator's transport writes to (nil: none); the
+// transport reads it from the operator's goroutines.
+var activeTrace atomic.Pointer[p1Trace]
 
 // startTrace starts the round's watches, nil without P1_TRACE.
 func startTrace(b interface{ Fatal(...any) }, cl *cluster.Cluster, ns string) *p1Trace {
@@ -80,7 +82,7 @@ func startTrace(b interface{ Fatal(...any) }, cl *cluster.Cluster, ns string) *p
 			}
 		}()
 	}
-	activeTrace = t
+	activeTrace.Store(t)
 	return t
 }
 
@@ -88,7 +90,7 @@ func (t *p1Trace) stop() {
 	if t == nil {
 		return
 	}
-	activeTrace = nil
+	activeTrace.Store(nil)
 	t.cancel()
 	t.mu.Lock()
 	defer t.mu.Unlock()
