@@ -4,9 +4,14 @@
 // roll a plain Deployment of 8 replicas (maxSurge 1, maxUnavailable 0) against the time
 // to roll a Deployment-backed DGD worker service of 8 replicas with the same settings,
 // and the API writes the operator made (targets: ratio <= 1.05, <= 3 writes per step,
-// 0 in steady state). A third arm rolls a plain Deployment of the DGD's own rendered
-// pods: the DGD's ratio to it leaves out what Dynamo's pod contract costs the
-// scheduler and KWOK. Each rollout is timed by a watch, as kubectl rollout status does.
+// 0 in steady state). The DGD is created and changed in v1beta1, Dynamo's current API;
+// a second DGD arm does it in v1alpha1, as a user applying manifests of the old API
+// would, and counts the conversion webhook's requests that costs. Three arms roll no
+// DGD but tell what its pods cost apart from the operator (p1_arms_test.go): Dynamo's
+// own objects (a Deployment of the DGD's rendered pods and the component's Service)
+// rolled by the Deployment controller, and the least any controller can do with a
+// Deployment per revision, on bare pods and on the DGD's pods with a Service per
+// revision. Each rollout is timed by a watch, as kubectl rollout status does.
 // P1_TRACE=<prefix> writes each round's timeline (p1_trace_test.go).
 package bench
 
@@ -30,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,6 +44,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
@@ -106,25 +113,41 @@ func BenchmarkP1DeploymentVsDGD(b *testing.B) {
 		}
 		trace := startTrace(b, cl, ns)
 		dep := rollDeployment(b, k8s, trace, ns)
-		dgd, steps, writes, events, steady, converted, passCount, passTime := rollDGD(b, k8s, counter, trace, ns)
-		same := rollSamePods(b, k8s, trace, ns)
+		dgd := rollDGD(b, k8s, counter, trace, ns, true)
+		alpha := rollDGDInOwnNamespace(b, k8s, counter, trace, ns+"-v1alpha1")
+		dyn := rollDynamo(b, k8s, trace, ns)
+		cs := kubernetes.NewForConfigOrDie(cl.Config)
+		floor := rollFloor(b, k8s, cs, trace, ns, "floor", nil)
+		floorSvc := rollFloor(b, k8s, cs, trace, ns, "floorsvc", dgdTemplate(b, k8s, ns))
 		trace.stop()
-		ratio := dgd.Seconds() / dep.Seconds()
-		perStep := float64(writes) / float64(max(steps, 1))
+		ratio := dgd.took.Seconds() / dep.Seconds()
+		perStep := float64(dgd.writes) / float64(max(dgd.steps, 1))
 		b.ReportMetric(dep.Seconds(), "deployment-s")
-		b.ReportMetric(dgd.Seconds(), "dgd-s")
+		b.ReportMetric(dgd.took.Seconds(), "dgd-s")
 		b.ReportMetric(ratio, "ratio")
-		b.ReportMetric(same.Seconds(), "same-pods-s")
-		b.ReportMetric(dgd.Seconds()/same.Seconds(), "ratio-same-pods")
+		b.ReportMetric(alpha.took.Seconds(), "dgd-v1alpha1-s")
+		b.ReportMetric(alpha.took.Seconds()/dep.Seconds(), "ratio-v1alpha1")
+		b.ReportMetric(alpha.converted, "conversions-v1alpha1")
+		b.ReportMetric(dyn.Seconds(), "dynamo-s")
+		b.ReportMetric(dgd.took.Seconds()/dyn.Seconds(), "ratio-dynamo")
+		b.ReportMetric(floor.Seconds(), "floor-s")
+		b.ReportMetric(floor.Seconds()/dep.Seconds(), "ratio-floor")
+		b.ReportMetric(floorSvc.Seconds(), "floorsvc-s")
+		b.ReportMetric(dgd.took.Seconds()/floorSvc.Seconds(), "ratio-floorsvc")
 		b.ReportMetric(perStep, "writes/step")
-		b.ReportMetric(float64(steady), "steady-writes")
-		b.ReportMetric(converted, "conversions")
+		b.ReportMetric(float64(dgd.steady), "steady-writes")
+		b.ReportMetric(dgd.converted, "conversions")
 		fmt.Printf("P1 (%d replicas, maxSurge 1, maxUnavailable 0, pod-ready delay %s): Deployment %.2fs, DGD %.2fs, ratio %.3f (target <= 1.05)\n"+
-			"    a Deployment of the DGD's own pods: %.2fs, the DGD's ratio to it %.3f\n"+
+			"    the DGD created and changed in v1alpha1: %.2fs, ratio %.3f, %.0f conversion webhook requests (in v1beta1: %.0f)\n"+
+			"    Dynamo's objects (the DGD's pods and their Service) rolled by a Deployment: %.2fs, the DGD's ratio to it %.3f\n"+
+			"    the least a controller does with a Deployment per revision: bare pods %.2fs (ratio to the Deployment %.3f); the DGD's pods and a Service per revision %.2fs, the DGD's ratio to it %.3f\n"+
 			"    operator API writes: %d workload+status writes over %d steps = %.2f/step (target <= 3), plus %d Event writes; %d in steady state (target 0)\n"+
-			"    conversion webhook requests during the DGD's rollout: %.0f; the operator's passes: %d taking %.0f ms (%.1f ms each)\n",
-			Replicas, PodReadyDelay, dep.Seconds(), dgd.Seconds(), ratio, same.Seconds(), dgd.Seconds()/same.Seconds(), writes, steps, perStep, events, steady, converted,
-			passCount, passTime*1000, passTime*1000/float64(max(passCount, 1)))
+			"    the operator's passes: %d taking %.0f ms (%.1f ms each)\n",
+			Replicas, PodReadyDelay, dep.Seconds(), dgd.took.Seconds(), ratio,
+			alpha.took.Seconds(), alpha.took.Seconds()/dep.Seconds(), alpha.converted, dgd.converted,
+			dyn.Seconds(), dgd.took.Seconds()/dyn.Seconds(),
+			floor.Seconds(), floor.Seconds()/dep.Seconds(), floorSvc.Seconds(), dgd.took.Seconds()/floorSvc.Seconds(),
+			dgd.writes, dgd.steps, perStep, dgd.events, dgd.steady, dgd.passCount, dgd.passTime*1000, dgd.passTime*1000/float64(max(dgd.passCount, 1)))
 	}
 }
 
@@ -187,34 +210,6 @@ func rollPlain(b *testing.B, k8s client.WithWatch, trace *p1Trace, d *appsv1.Dep
 	return took
 }
 
-// rollSamePods rolls a plain Deployment of the pods the DGD's worker runs (the rendered
-// template: Dynamo's env, ports, probes, /dev/shm; the operator's labels dropped, so no
-// Service selects its pods and the operator hears nothing of them), the same way, after
-// the DGD's rollout. Against it the DGD's time is what the operator and its objects
-// add, apart from what pods of Dynamo's contract cost the scheduler and KWOK (a bigger
-// pod takes them longer to place and to play: docs/benchmarks.md, P1's anatomy).
-func rollSamePods(b *testing.B, k8s client.WithWatch, trace *p1Trace, ns string) time.Duration {
-	ctx := context.Background()
-	var list appsv1.DeploymentList
-	if err := k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1alpha1.LabelGraph: "p1"}); err != nil {
-		b.Fatal(err)
-	}
-	var tmpl *corev1.PodTemplateSpec
-	for i := range list.Items {
-		if strings.HasPrefix(list.Items[i].Name, "p1-worker-") {
-			tmpl = list.Items[i].Spec.Template.DeepCopy()
-		}
-	}
-	if tmpl == nil {
-		b.Fatal("no worker Deployment of the DGD")
-	}
-	labels := map[string]string{"app": "same"}
-	tmpl.Labels, tmpl.Annotations = labels, nil
-	tmpl.Spec.Containers[0].Image = "vllm:v1"
-	d := p1Deployment(ns, "same", labels, *tmpl)
-	return rollPlain(b, k8s, trace, d)
-}
-
 func p1Deployment(ns, name string, labels map[string]string, tmpl corev1.PodTemplateSpec) *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
 		Spec: appsv1.DeploymentSpec{
@@ -232,12 +227,29 @@ func deploymentDone(d *appsv1.Deployment) bool {
 	return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == Replicas && s.Replicas == Replicas && s.AvailableReplicas == Replicas
 }
 
+// dgdRollout is what rollDGD measured.
+type dgdRollout struct {
+	took                          time.Duration
+	steps, writes, events, steady int64
+	converted                     float64
+	passCount                     uint64
+	passTime                      float64
+}
+
 // rollDGD does the same with a DGD worker service and counts the operator's writes:
 // over the rollout (until the drained revision is deleted), per step (a pass that moved
 // replicas), and in steady state (a reconcile triggered after it, which must write
-// nothing).
-func rollDGD(b *testing.B, k8s client.WithWatch, counter *writeCounter, trace *p1Trace, ns string) (took time.Duration, steps, writes, events, steady int64, converted float64, passCount uint64, passTime float64) {
+// nothing). beta creates and changes the DGD in v1beta1, Dynamo's current API; else in
+// v1alpha1, whose entry in the DGD's managedFields has the API server convert the DGD
+// through the webhook at every status write of the operator's (the field manager
+// compares the old and new objects in each manager's version: about six requests a
+// write, where a DGD made in v1beta1 costs one).
+func rollDGD(b *testing.B, k8s client.WithWatch, counter *writeCounter, trace *p1Trace, ns string, beta bool) dgdRollout {
 	ctx := context.Background()
+	arm := "dgd-v1alpha1"
+	if beta {
+		k8s, arm = conversion.NewWithWatch(k8s), "dgd"
+	}
 	obj := harness.NewDGD(ns, "p1").Service("worker", "worker", "", Replicas, "vllm:v1").Rollout("1", "0").Obj()
 	obj.Spec.Services["worker"].Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "1"}}
 	if err := k8s.Create(ctx, obj); err != nil {
@@ -253,22 +265,41 @@ func rollDGD(b *testing.B, k8s client.WithWatch, counter *writeCounter, trace *p
 	convBefore := conversions()
 	passesBefore, passTimeBefore := passes()
 	begin := time.Now()
-	trace.begin("dgd")
+	trace.begin(arm)
 	if err := k8s.Update(ctx, &live); err != nil {
 		b.Fatal(err)
 	}
 	watchUntil(b, k8s, &v1beta1.DynamoGraphDeploymentList{}, ns, "p1", func(o runtime.Object) bool { return dgdDone(o.(*v1beta1.DynamoGraphDeployment), 2) })
-	took = time.Since(begin)
-	trace.end("dgd")
-	converted = conversions() - convBefore
+	r := dgdRollout{took: time.Since(begin)}
+	trace.end(arm)
+	r.converted = conversions() - convBefore
 	n, t := passes()
-	passCount, passTime = n-passesBefore, t-passTimeBefore
+	r.passCount, r.passTime = n-passesBefore, t-passTimeBefore
 	waitFor(b, func() bool { return oldGone(k8s, ns) && statusShowsOneRevision(k8s, ns) })
-	steps = int64(metric("dgd_rollout_steps_total", ns) - stepsBefore)
-	events = counter.events.Load() - eventsBefore
-	writes = counter.total() - before - events
-	steady = steadyWrites(b, k8s, counter, ns)
-	return took, steps, writes, events, steady, converted, passCount, passTime
+	r.steps = int64(metric("dgd_rollout_steps_total", ns) - stepsBefore)
+	r.events = counter.events.Load() - eventsBefore
+	r.writes = counter.total() - before - r.events
+	r.steady = steadyWrites(b, k8s, counter, ns)
+	return r
+}
+
+// rollDGDInOwnNamespace rolls a DGD created and changed in v1alpha1 in a namespace of
+// its own, then deletes it and waits for its pods to go, so that the arms after it run
+// beside no more pods than before it.
+func rollDGDInOwnNamespace(b *testing.B, k8s client.WithWatch, counter *writeCounter, trace *p1Trace, ns string) dgdRollout {
+	ctx := context.Background()
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	r := rollDGD(b, k8s, counter, trace, ns, false)
+	if err := k8s.Delete(ctx, &v1beta1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p1"}}); err != nil {
+		b.Fatal(err)
+	}
+	waitFor(b, func() bool {
+		var pods corev1.PodList
+		return k8s.List(ctx, &pods, client.InNamespace(ns)) == nil && len(pods.Items) == 0
+	})
+	return r
 }
 
 // passes reads the operator's DGD reconciles so far and the seconds they took

@@ -147,6 +147,18 @@ func (t *p1Trace) request(r *http.Request) {
 	t.printf("REQ %s %s %s", r.Method, r.URL.Path, replicas)
 }
 
+// response records the answer to one of the operator's requests and how long it took.
+func (t *p1Trace) response(r *http.Request, resp *http.Response, took time.Duration) {
+	if t == nil {
+		return
+	}
+	code := 0
+	if resp != nil {
+		code = resp.StatusCode
+	}
+	t.printf("RSP %s %s %d %.1fms", r.Method, r.URL.Path, code, float64(took.Microseconds())/1000)
+}
+
 // cpuTicks lists the user+system ticks of the control plane's processes and this one.
 func cpuTicks() string {
 	ents, _ := os.ReadDir("/proc")
