@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/test/cluster"
 )
 
 // dgdTemplate is the pod template of the DGD's worker Deployment in ns (the rendered
@@ -149,7 +150,7 @@ func floorSteps(b *testing.B, w watch.Interface, scale func(string, int32), old,
 		if p.Labels["rev"] == "a" {
 			live[p.Name] = !gone
 		} else {
-			ready[p.Name] = !gone && podReady(p)
+			ready[p.Name] = !gone && cluster.PodReady(p)
 		}
 		if count(ready) >= specNew && specOld > 0 {
 			specOld--
@@ -175,13 +176,4 @@ func count(m map[string]bool) int32 {
 		}
 	}
 	return n
-}
-
-func podReady(p *corev1.Pod) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
