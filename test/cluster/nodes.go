@@ -169,7 +169,8 @@ func (c *Cluster) waitForDefaultServiceAccount(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("default ServiceAccount: %w", ctx.Err())
+			// The controller-manager makes it: its last output says why it has not.
+			return fmt.Errorf("default ServiceAccount: %w; kube-controller-manager's last output:\n%s", ctx.Err(), c.lastOutput("kube-controller-manager", 30))
 		case <-t.C:
 		}
 	}

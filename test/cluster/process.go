@@ -116,6 +116,19 @@ func (c *Cluster) launch(name string, args []string) (*process, error) {
 	return p, c.record(p)
 }
 
+// lastOutput is the last n lines of the output of the newest process named name, or
+// a line saying there is none.
+func (c *Cluster) lastOutput(name string, n int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		if c.procs[i].name == name {
+			return lastLines(c.procs[i].tail.String(), n)
+		}
+	}
+	return "(" + name + " was not started)"
+}
+
 // record adds p to the processes Stop will end and rewrites WorkDir/pids.
 func (c *Cluster) record(p *process) error {
 	c.mu.Lock()

@@ -57,3 +57,20 @@ func TestServeRetriesOnPortClash(t *testing.T) {
 		t.Fatalf("want 2 attempts, got %d port picks and processes %v", calls, procs)
 	}
 }
+
+// TestLastOutput: a start that times out waiting on a component's work (the default
+// ServiceAccount) reports the last lines of the newest process of that name.
+func TestLastOutput(t *testing.T) {
+	c := &Cluster{}
+	for _, out := range []string{"old run\n", "one\ntwo\nthree\n"} {
+		p := &process{name: "kube-controller-manager", tail: &tailBuffer{max: 1 << 10}}
+		_, _ = p.tail.Write([]byte(out))
+		c.procs = append(c.procs, p)
+	}
+	if got := c.lastOutput("kube-controller-manager", 2); got != "two\nthree" {
+		t.Errorf("lastOutput = %q, want the newest process's last two lines", got)
+	}
+	if got := c.lastOutput("kube-scheduler", 2); got != "(kube-scheduler was not started)" {
+		t.Errorf("lastOutput of a process never started = %q", got)
+	}
+}
