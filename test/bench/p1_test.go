@@ -179,9 +179,7 @@ func startOperator(b *testing.B, cfg *rest.Config) *writeCounter {
 // until kubectl rollout status would call it complete.
 func rollDeployment(b *testing.B, k8s client.WithWatch, trace *p1Trace, ns string) time.Duration {
 	labels := map[string]string{"app": "plain"}
-	return rollPlain(b, k8s, trace, p1Deployment(ns, "plain", labels, corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "vllm:v1",
-			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resourceOne()}}}}}}))
+	return rollPlain(b, k8s, trace, p1Deployment(ns, "plain", labels, withPods(nil, labels, "vllm:v1")))
 }
 
 // rollPlain creates d, waits for it to be ready, changes its first container's image
