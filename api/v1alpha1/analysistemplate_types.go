@@ -71,7 +71,7 @@ func (r AnalysisTemplateRef) Kind() string {
 // the DGDs of its namespace reference from their analysis steps.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:shortName=dgdat,categories=dgd
+// +kubebuilder:resource:shortName=dgdat
 // +kubebuilder:printcolumn:name="Metrics",type=string,JSONPath=`.spec.metrics[*].name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type AnalysisTemplate struct {
@@ -94,7 +94,7 @@ type AnalysisTemplateList struct {
 // (with clusterScope: true).
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:resource:scope=Cluster,shortName=dgdcat,categories=dgd
+// +kubebuilder:resource:scope=Cluster,shortName=dgdcat
 // +kubebuilder:printcolumn:name="Metrics",type=string,JSONPath=`.spec.metrics[*].name`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ClusterAnalysisTemplate struct {
