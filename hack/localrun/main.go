@@ -224,8 +224,8 @@ installed; %s is applied.
 Trigger a rollout (tensor parallelism 2 on decode, a new worker revision) and watch it:
   kubectl apply -f config/samples/disagg-tp2.yaml
   kubectl get dgd vllm-disagg -w
-Or patch the image of every worker:
-  kubectl patch dgd vllm-disagg --type=json -p '[{"op":"replace","path":"/spec/services/VllmDecodeWorker/extraPodSpec/mainContainer/image","value":"nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.5.0"}]'
+Or set the image of both workers (make install-plugin puts kubectl dgd on PATH):
+  kubectl dgd set image vllm-disagg VllmDecodeWorker=nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.5.0 VllmPrefillWorker=nvcr.io/nvidia/ai-dynamo/vllm-runtime:0.5.0
 
 Multinode gangs on the real LeaderWorkerSet controllers:
   kubectl apply -f config/samples/disagg-multinode.yaml
