@@ -24,5 +24,8 @@
 //
 // setup.go registers the controller and its watches (the runner's landed results
 // among them); metrics.go the operator's metrics; unschedulable.go shares a
-// namespace's unschedulable pods among its DGDs.
+// namespace's unschedulable pods among its DGDs. dynamo.go observes and writes the
+// objects of Dynamo's own operator when a DGD is taken over from it (decide/dynamo.go),
+// with dynamo_ingress.go and dynamo_disaggregatedset.go for the kinds it exposes and
+// the kinds it cannot take, and dynamo_marks.go for how an object is known as Dynamo's.
 package controllers
