@@ -129,10 +129,7 @@ func rollFloor(b *testing.B, k8s client.WithWatch, cs kubernetes.Interface, trac
 	for _, o := range objs {
 		_ = k8s.Delete(ctx, o)
 	}
-	waitFor(b, func() bool {
-		var pods corev1.PodList
-		return k8s.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{"app": arm}) == nil && len(pods.Items) == 0
-	})
+	waitNoPods(b, k8s, client.InNamespace(ns), client.MatchingLabels{"app": arm})
 	return took
 }
 

@@ -313,11 +313,17 @@ func rollDGDInOwnNamespace(b *testing.B, k8s client.WithWatch, counter *writeCou
 	if err := k8s.Delete(ctx, &v1beta1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p1"}}); err != nil {
 		b.Fatal(err)
 	}
+	waitNoPods(b, k8s, client.InNamespace(ns))
+	return r
+}
+
+// waitNoPods waits until no pod that opts select is left, so that the arms after one
+// run beside no more pods than before it.
+func waitNoPods(b *testing.B, k8s client.Client, opts ...client.ListOption) {
 	waitFor(b, func() bool {
 		var pods corev1.PodList
-		return k8s.List(ctx, &pods, client.InNamespace(ns)) == nil && len(pods.Items) == 0
+		return k8s.List(context.Background(), &pods, opts...) == nil && len(pods.Items) == 0
 	})
-	return r
 }
 
 // passes reads the operator's DGD reconciles so far and the seconds they took
