@@ -389,8 +389,14 @@ func (e *env) crd(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 // deleteCRD deletes the DGD CRD if present and waits until it is gone.
 func (e *env) deleteCRD(t *testing.T) {
 	t.Helper()
+	e.deleteCRDNamed(t, app.CRDName)
+}
+
+// deleteCRDNamed deletes the CRD name if present and waits until it is gone.
+func (e *env) deleteCRDNamed(t *testing.T, name string) {
+	t.Helper()
 	ctx := context.Background()
-	c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: app.CRDName}}
+	c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if err := e.k8s.Delete(ctx, c); apierrors.IsNotFound(err) {
 		return
 	} else if err != nil {
@@ -399,7 +405,7 @@ func (e *env) deleteCRD(t *testing.T) {
 	deadline := time.Now().Add(time.Minute)
 	for !apierrors.IsNotFound(e.k8s.Get(ctx, client.ObjectKeyFromObject(c), c)) {
 		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not deleted in a minute", app.CRDName)
+			t.Fatalf("CRD %s not deleted in a minute", name)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -111,11 +111,54 @@ func olderCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	return old
 }
 
+// olderTemplateCRDs are the AnalysisTemplate CRDs as the release before 7113d0f left
+// them: with the category "dgd", which kubectl expands before the DGD's short name.
+func olderTemplateCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crds, err := app.EmbeddedCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []*apiextensionsv1.CustomResourceDefinition
+	for _, c := range crds {
+		if c.Name != app.CRDName {
+			old := c.DeepCopy()
+			old.Spec.Names.Categories = []string{"dgd"}
+			out = append(out, old)
+		}
+	}
+	if len(out) != 2 {
+		t.Fatalf("%d AnalysisTemplate CRDs embedded, want 2", len(out))
+	}
+	return out
+}
+
+// checkNames checks that every embedded CRD's names are the live ones: server-side apply
+// alone would keep a category that Helm's create owns too (app.setNames).
+func (e *env) checkNames(t *testing.T) {
+	t.Helper()
+	crds, err := app.EmbeddedCRDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range crds {
+		var live apiextensionsv1.CustomResourceDefinition
+		if err := e.k8s.Get(context.Background(), client.ObjectKey{Name: want.Name}, &live); err != nil {
+			t.Fatal(err)
+		}
+		if !equality.Semantic.DeepEqual(live.Spec.Names, want.Spec.Names) {
+			t.Errorf("CRD %s names after apply-crds: %+v, want the embedded %+v", want.Name, live.Spec.Names, want.Spec.Names)
+		}
+	}
+}
+
 // TestHelmInstall installs the chart into the local control plane with the Helm SDK over
 // an older CRD, runs its pod as a kubelet would (the apply-crds init container, then the
 // manager, from the binary, with the rendered args and env, as the rendered
 // ServiceAccount bound by the rendered RBAC), and checks:
-//   - the init container upgraded the CRD server-side (Helm skips an existing crds/);
+//   - the init container upgraded the CRD server-side (Helm skips an existing crds/),
+//     and set the names of the AnalysisTemplate CRDs, whose category an older release
+//     had and Helm's create still owns;
 //   - the manager made its webhook certificate, pointed the CRD at its Service with the
 //     CA, and serves /convert for that name; the API server then converts through it
 //     (reached through a proxy standing in for the Service network);
@@ -134,6 +177,12 @@ func TestHelmInstall(t *testing.T) {
 	old := olderCRD(t)
 	if err := e.k8s.Create(ctx, old, client.FieldOwner("helm")); err != nil {
 		t.Fatal(err)
+	}
+	for _, c := range olderTemplateCRDs(t) {
+		e.deleteCRDNamed(t, c.Name)
+		if err := e.k8s.Create(ctx, c, client.FieldOwner("helm")); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := e.k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: graphNS}}); err != nil {
 		t.Fatal(err)
@@ -168,6 +217,7 @@ func TestHelmInstall(t *testing.T) {
 	if !managedBy(live, app.CRDFieldManager) {
 		t.Errorf("CRD fields not owned by %s: %v", app.CRDFieldManager, managers(live))
 	}
+	e.checkNames(t)
 	svc := release + "-webhook-service"
 	var secret corev1.Secret
 	if err := e.k8s.Get(ctx, client.ObjectKey{Namespace: releaseNS, Name: release + "-webhook-cert"}, &secret); err != nil {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -139,6 +140,32 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 	if err != nil {
 		return fmt.Errorf("applying CRD %s server-side: %w", want.Name, err)
 	}
+	return setNames(ctx, c, want)
+}
+
+// setNames sets the CRD's names whole where the apply left others. Server-side apply
+// removes a field the applied object no longer has only when no other manager owns it,
+// and whoever created the CRD (a Helm install's crds/, kubectl) owns every field it
+// wrote: a short name or category of an older CRD would stay. kubectl expands a category
+// before it reads a short name (cli-runtime Builder.ReplaceAliases), so the
+// AnalysisTemplates' old category "dgd" made "kubectl get dgd" list them and no DGD.
+// The names are this binary's alone.
+func setNames(ctx context.Context, c client.Client, want *apiextensionsv1.CustomResourceDefinition) error {
+	var live apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(ctx, client.ObjectKey{Name: want.Name}, &live); err != nil {
+		return fmt.Errorf("reading CRD %s: %w", want.Name, err)
+	}
+	if equality.Semantic.DeepEqual(live.Spec.Names, want.Spec.Names) {
+		return nil
+	}
+	patch, err := json.Marshal([]map[string]any{{"op": "replace", "path": "/spec/names", "value": want.Spec.Names}})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(CRDFieldManager)); err != nil {
+		return fmt.Errorf("setting the names of CRD %s: %w", want.Name, err)
+	}
+	ctrl.Log.Info("CRD names set", "crd", want.Name, "categories", want.Spec.Names.Categories, "shortNames", want.Spec.Names.ShortNames)
 	return nil
 }
 
