@@ -140,7 +140,7 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 	if err != nil {
 		return fmt.Errorf("applying CRD %s server-side: %w", want.Name, err)
 	}
-	return setNames(ctx, c, want)
+	return setNames(ctx, c, obj, want)
 }
 
 // setNames sets the CRD's names whole where the apply left others. Server-side apply
@@ -149,12 +149,8 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 // wrote: a short name or category of an older CRD would stay. kubectl expands a category
 // before it reads a short name (cli-runtime Builder.ReplaceAliases), so the
 // AnalysisTemplates' old category "dgd" made "kubectl get dgd" list them and no DGD.
-// The names are this binary's alone.
-func setNames(ctx context.Context, c client.Client, want *apiextensionsv1.CustomResourceDefinition) error {
-	var live apiextensionsv1.CustomResourceDefinition
-	if err := c.Get(ctx, client.ObjectKey{Name: want.Name}, &live); err != nil {
-		return fmt.Errorf("reading CRD %s: %w", want.Name, err)
-	}
+// The names are this binary's alone. live is the CRD the apply answered with.
+func setNames(ctx context.Context, c client.Client, live, want *apiextensionsv1.CustomResourceDefinition) error {
 	if equality.Semantic.DeepEqual(live.Spec.Names, want.Spec.Names) {
 		return nil
 	}
@@ -162,7 +158,7 @@ func setNames(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 	if err != nil {
 		return err
 	}
-	if err := c.Patch(ctx, &live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(CRDFieldManager)); err != nil {
+	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(CRDFieldManager)); err != nil {
 		return fmt.Errorf("setting the names of CRD %s: %w", want.Name, err)
 	}
 	ctrl.Log.Info("CRD names set", "crd", want.Name, "categories", want.Spec.Names.Categories, "shortNames", want.Spec.Names.ShortNames)
