@@ -41,7 +41,7 @@ func installCRDs(ctx context.Context, cfg *rest.Config, write func(context.Conte
 	if err != nil {
 		return err
 	}
-	crds, err := readCRDs(paths)
+	crds, err := ReadCRDs(paths...)
 	if err != nil {
 		return err
 	}
@@ -67,8 +67,8 @@ func createCRD(ctx context.Context, cs apiextensionsclient.Interface, crd *apiex
 	return nil
 }
 
-// readCRDs decodes every CRD document in the files (or directories' files) paths.
-func readCRDs(paths []string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
+// ReadCRDs decodes every CRD document in the files (or directories' files) paths.
+func ReadCRDs(paths ...string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, path := range paths {
 		files, err := manifestFiles(path)

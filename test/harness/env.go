@@ -78,6 +78,12 @@ func RepoRoot() string {
 	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
 }
 
+// CRDPaths are the CRD directories Start always installs: ours and Dynamo's.
+func CRDPaths() []string {
+	root := RepoRoot()
+	return []string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "dynamo")}
+}
+
 // Start starts the API server with extra CRD directories and, when withOperator, the
 // operator. KUBEBUILDER_ASSETS defaults to the repo's bin/.
 func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
@@ -87,7 +93,7 @@ func Start(withOperator bool, extraCRDs ...string) (*Env, error) {
 		_ = os.Setenv("KUBEBUILDER_ASSETS", filepath.Join(root, "bin"))
 	}
 	e := &Env{env: &envtest.Environment{
-		CRDDirectoryPaths:     append([]string{filepath.Join(root, "config", "crd", "bases"), filepath.Join(root, "config", "crd", "dynamo")}, extraCRDs...),
+		CRDDirectoryPaths:     append(CRDPaths(), extraCRDs...),
 		ErrorIfCRDPathMissing: true,
 		// The DGD CRD serves two versions, each with a full PodTemplateSpec or PodSpec
 		// schema: on a loaded machine the API server may take more than envtest's

@@ -1,16 +1,12 @@
 package plugin_test
 
 import (
-	"os"
-	"path/filepath"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/resource"
-	"sigs.k8s.io/yaml"
 
+	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -28,7 +24,8 @@ var _ = Describe("kubectl's names for the installed CRDs", func() {
 		cacheDir := GinkgoT().TempDir()
 		flags.CacheDir = &cacheDir
 
-		crds := installedCRDs()
+		crds, err := cluster.ReadCRDs(harness.CRDPaths()...)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(crds).To(ContainElement(HaveField("Spec.Names.ShortNames", ContainElement("dgd"))))
 		for _, crd := range crds {
 			n := crd.Spec.Names
@@ -50,23 +47,3 @@ var _ = Describe("kubectl's names for the installed CRDs", func() {
 		Expect(infos[0].Mapping.Resource.Resource).To(Equal("dynamographdeployments"))
 	})
 })
-
-// installedCRDs reads every CRD harness.Start installs (ours and Dynamo's).
-func installedCRDs() []apiextensionsv1.CustomResourceDefinition {
-	GinkgoHelper()
-	var out []apiextensionsv1.CustomResourceDefinition
-	for _, dir := range []string{"bases", "dynamo"} {
-		files, err := filepath.Glob(filepath.Join(harness.RepoRoot(), "config", "crd", dir, "*.yaml"))
-		Expect(err).NotTo(HaveOccurred())
-		for _, f := range files {
-			raw, err := os.ReadFile(f)
-			Expect(err).NotTo(HaveOccurred())
-			var crd apiextensionsv1.CustomResourceDefinition
-			Expect(yaml.Unmarshal(raw, &crd)).To(Succeed(), f)
-			if crd.Kind == "CustomResourceDefinition" {
-				out = append(out, crd)
-			}
-		}
-	}
-	return out
-}
