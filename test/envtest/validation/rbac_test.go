@@ -36,7 +36,15 @@ var _ = Describe("the shipped RBAC and Secrets", func() {
 			Expect(env.Client.Create(ctx, r)).To(Succeed())
 			return r.Status.Allowed
 		}
-		Expect(may("get", "system", "dgd-rollout-webhook-cert")).To(BeTrue())
+		// The API server's RBAC authorizer reads Roles, ClusterRoles and their bindings
+		// through listers of its shared informers (kubernetes pkg/kubeapiserver/authorizer
+		// config.go hands rbac.New the Roles', RoleBindings', ClusterRoles' and
+		// ClusterRoleBindings' listers), so a review right after the create can be answered before
+		// they have seen it: a CI run was refused here. Wait until one grant through the
+		// RoleBinding and one through the ClusterRoleBinding are seen; every object is
+		// then in those caches, and the refusals below are answers, not lag.
+		Eventually(func() bool { return may("get", "system", "dgd-rollout-webhook-cert") }).Should(BeTrue())
+		Eventually(func() bool { return may("get", "team-a", "llm-ssh") }).Should(BeTrue())
 		Expect(may("update", "system", "dgd-rollout-webhook-cert")).To(BeTrue())
 		Expect(may("create", "system", "")).To(BeTrue())
 		Expect(may("update", "system", "another-secret")).To(BeFalse(), "update of another Secret of its namespace")
