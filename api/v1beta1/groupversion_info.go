@@ -74,7 +74,8 @@
 // and tls.key in --webhook-cert-dir). --webhook-url registers the conversion by URL
 // instead of the Service (make run and the test suites: https://127.0.0.1:<port>).
 // The operator also migrates storage once at start (app.MigrateStorage): every DGD
-// rewritten as v1beta1, status.storedVersions narrowed to [v1beta1].
+// rewritten as v1beta1, status.storedVersions narrowed to [v1beta1] (only while v1beta1
+// is the storage version, and over the CRD as read before the list).
 //
 // # Admission, compared with Dynamo's
 //

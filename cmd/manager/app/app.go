@@ -251,6 +251,10 @@ type Options struct {
 	// Middleware, when set, wraps the DGD reconciler (controllers.Reconciler.Middleware):
 	// tests trace passes with it.
 	Middleware func(reconcile.Reconciler) reconcile.Reconciler
+	// StorageMigrated, when set, is called when the storage migration of this start has
+	// ended (MigrateStorage succeeded, or found nothing to do); never when it does not
+	// run (WatchNamespaces). Tests wait for it before they change the CRD's storage.
+	StorageMigrated func()
 }
 
 // AnalysisFlags binds the flags of the analysis steps.
@@ -393,7 +397,7 @@ func NewManager(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	// namespace-restricted operator runs no migrator).
 	if len(o.WatchNamespaces) > 0 {
 		ctrl.Log.Info("watching namespaces; storage migration left to a cluster-wide operator", "namespaces", o.WatchNamespaces)
-	} else if err := mgr.Add(migrator{cfg: cfg}); err != nil {
+	} else if err := mgr.Add(migrator{cfg: cfg, done: o.StorageMigrated}); err != nil {
 		return nil, err
 	}
 	return mgr, nil

@@ -22,18 +22,49 @@ import (
 // migrator does: a later CRD may then drop v1alpha1. Each object is read and written
 // back unchanged as v1beta1 (the API server stores it in the storage version). The
 // operator runs it once at start, as the leader; it does nothing when storedVersions
-// is already [v1beta1].
+// is already [v1beta1], or when the CRD's storage version is not v1beta1 (a rollback
+// applied an older CRD: objects are being stored in another version, which narrowing
+// would unlist).
 func MigrateStorage(ctx context.Context, cfg *rest.Config) error {
 	c, err := client.New(cfg, client.Options{Scheme: NewScheme()})
 	if err != nil {
 		return err
 	}
+	return migrateStorage(ctx, c)
+}
+
+// migrateStorage is MigrateStorage with its client. The narrowing is written over the
+// CRD as it was read before the objects were listed (its resourceVersion a
+// precondition): when the CRD changed in between (its storage version may have, and
+// objects rewritten since were then stored in another), the update conflicts and the
+// migration starts over from the CRD.
+func migrateStorage(ctx context.Context, c client.Client) error {
+	const attempts = 5
+	for attempt := 1; ; attempt++ {
+		err := migrateOnce(ctx, c)
+		if !apierrors.IsConflict(err) {
+			return err
+		}
+		if attempt == attempts {
+			return fmt.Errorf("CRD %s changed during each of %d storage migrations: %w", CRDName, attempts, err)
+		}
+		ctrl.Log.Info("CRD changed during the storage migration; starting over", "crd", CRDName, "attempt", attempt)
+	}
+}
+
+// migrateOnce is one migration from the CRD it reads; a conflict says the CRD changed
+// before the narrowing.
+func migrateOnce(ctx context.Context, c client.Client) error {
 	var crd apiextensionsv1.CustomResourceDefinition
 	if err := c.Get(ctx, client.ObjectKey{Name: CRDName}, &crd); err != nil {
 		return fmt.Errorf("reading CRD %s: %w", CRDName, err)
 	}
-	stored := crd.Status.StoredVersions
-	if len(stored) == 1 && stored[0] == v1beta1.GroupVersion.Version {
+	stored, hub := crd.Status.StoredVersions, v1beta1.GroupVersion.Version
+	if len(stored) == 1 && stored[0] == hub {
+		return nil
+	}
+	if sv := storageVersion(&crd); sv != hub {
+		ctrl.Log.Info("the CRD's storage version is not "+hub+": storage not migrated", "crd", CRDName, "storage", sv, "storedVersions", stored)
 		return nil
 	}
 	var list v1beta1.DynamoGraphDeploymentList
@@ -50,21 +81,25 @@ func MigrateStorage(ctx context.Context, cfg *rest.Config) error {
 			break
 		}
 	}
-	for attempt := 0; ; attempt++ {
-		if err := c.Get(ctx, client.ObjectKey{Name: CRDName}, &crd); err != nil {
+	crd.Status.StoredVersions = []string{hub}
+	if err := c.Status().Update(ctx, &crd); err != nil {
+		if apierrors.IsConflict(err) {
 			return err
 		}
-		crd.Status.StoredVersions = []string{v1beta1.GroupVersion.Version}
-		err := c.Status().Update(ctx, &crd)
-		if apierrors.IsConflict(err) && attempt < 5 {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("narrowing the storedVersions of CRD %s: %w", CRDName, err)
-		}
-		ctrl.Log.Info("storage migrated to v1beta1", "crd", CRDName, "was", stored)
-		return nil
+		return fmt.Errorf("narrowing the storedVersions of CRD %s: %w", CRDName, err)
 	}
+	ctrl.Log.Info("storage migrated to "+hub, "crd", CRDName, "was", stored)
+	return nil
+}
+
+// storageVersion is the name of the CRD's storage version.
+func storageVersion(crd *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
 }
 
 // rewrite writes d back unchanged (re-read on a conflict; gone is done).
@@ -83,13 +118,20 @@ func rewrite(ctx context.Context, c client.Client, d *v1beta1.DynamoGraphDeploym
 	}
 }
 
-// migrator runs MigrateStorage once as the leader, retrying until it succeeds.
-type migrator struct{ cfg *rest.Config }
+// migrator runs MigrateStorage once as the leader, retrying until it succeeds, and
+// then calls done (when set).
+type migrator struct {
+	cfg  *rest.Config
+	done func()
+}
 
 func (m migrator) Start(ctx context.Context) error {
 	for {
 		err := MigrateStorage(ctx, m.cfg)
 		if err == nil {
+			if m.done != nil {
+				m.done()
+			}
 			return nil
 		}
 		ctrl.Log.Error(err, "storage migration to v1beta1 (retrying in a minute)")
