@@ -26,6 +26,19 @@ func migrationCRD(storage string, stored ...string) *apiextensionsv1.CustomResou
 	}
 }
 
+// storedAfterMigration runs the migration and returns the CRD's storedVersions.
+func storedAfterMigration(t *testing.T, c client.Client) []string {
+	t.Helper()
+	if err := migrateStorage(context.Background(), c); err != nil {
+		t.Fatal(err)
+	}
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := c.Get(context.Background(), client.ObjectKey{Name: CRDName}, &crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd.Status.StoredVersions
+}
+
 // TestMigrateStorageWhileTheCRDChanges: the CRD changes between the migration's read
 // of it and its narrowing of storedVersions (during the list of DGDs). The narrowing
 // is written over the CRD as first read, so it conflicts, and the migration starts
@@ -71,15 +84,8 @@ func TestMigrateStorageWhileTheCRDChanges(t *testing.T) {
 					}
 					return w.List(ctx, list, opts...)
 				}}).Build()
-			if err := migrateStorage(context.Background(), c); err != nil {
-				t.Fatal(err)
-			}
-			var crd apiextensionsv1.CustomResourceDefinition
-			if err := c.Get(context.Background(), client.ObjectKey{Name: CRDName}, &crd); err != nil {
-				t.Fatal(err)
-			}
-			if !slices.Equal(crd.Status.StoredVersions, tc.want) {
-				t.Errorf("storedVersions %v, want %v", crd.Status.StoredVersions, tc.want)
+			if got := storedAfterMigration(t, c); !slices.Equal(got, tc.want) {
+				t.Errorf("storedVersions %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -102,14 +108,7 @@ func TestMigrateStorageNotToAnotherStorageVersion(t *testing.T) {
 				writes++
 				return w.SubResource(sub).Update(ctx, obj, opts...)
 			}}).Build()
-	if err := migrateStorage(context.Background(), c); err != nil {
-		t.Fatal(err)
-	}
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := c.Get(context.Background(), client.ObjectKey{Name: CRDName}, &crd); err != nil {
-		t.Fatal(err)
-	}
-	if want := []string{"v1beta1", "v1alpha1"}; !slices.Equal(crd.Status.StoredVersions, want) || writes != 0 {
-		t.Errorf("storedVersions %v after %d writes, want %v after none", crd.Status.StoredVersions, writes, want)
+	if got, want := storedAfterMigration(t, c), []string{"v1beta1", "v1alpha1"}; !slices.Equal(got, want) || writes != 0 {
+		t.Errorf("storedVersions %v after %d writes, want %v after none", got, writes, want)
 	}
 }
