@@ -146,7 +146,10 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 // setNames sets the CRD's names whole where the apply left others. Server-side apply
 // removes a field the applied object no longer has only when no other manager owns it,
 // and whoever created the CRD (a Helm install's crds/, kubectl) owns every field it
-// wrote: a short name or category of an older CRD would stay. kubectl expands a category
+// wrote: the short names or categories of an older CRD would stay when the new one has
+// none. (A list the new CRD still has is replaced whole: versions, shortNames and
+// categories are atomic lists, apiextensions/v1 types.go +listType=atomic, and the
+// apply forces; so only a field left out entirely can outlive its CRD.) kubectl expands a category
 // before it reads a short name (cli-runtime Builder.ReplaceAliases), so the
 // AnalysisTemplates' old category "dgd" made "kubectl get dgd" list them and no DGD.
 // The names are this binary's alone. live is the CRD the apply answered with.
