@@ -1,17 +1,23 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
+	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/api/v1beta1"
 	"github.com/dgd-rollout/operator/revisions"
 )
 
@@ -23,7 +29,9 @@ func newHistoryCommand(c *cli) *cobra.Command {
 		Long: "List the revisions of a DynamoGraphDeployment with their change cause (the\n" +
 			"kubernetes.io/change-cause annotation of the DGD's change), or, with --revision,\n" +
 			"print the services that revision recorded. A revision records the whole graph;\n" +
-			"one that changed only stable services (frontend, planner...) rolled no worker.",
+			"one that changed only stable services (frontend, planner...) rolled no worker.\n" +
+			"It prints in the API version the DGD was last written in (spec.components for\n" +
+			"nvidia.com/v1beta1, spec.services for v1alpha1), read from its managedFields.",
 		Example: "  kubectl dgd rollout history vllm-disagg\n" +
 			"  kubectl dgd rollout history vllm-disagg --revision=2",
 		Args: exactlyOneName,
@@ -41,7 +49,7 @@ func newHistoryCommand(c *cli) *cobra.Command {
 
 // runHistory prints the history of name, or the services of one revision.
 func runHistory(ctx context.Context, s *session, out io.Writer, name string, revision int64) error {
-	_, revs, err := s.history(ctx, name)
+	dgd, revs, err := s.history(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -50,7 +58,7 @@ func runHistory(ctx context.Context, s *session, out io.Writer, name string, rev
 		if rev == nil {
 			return revisionNotFound(revision)
 		}
-		text, err := templatesYAML(rev)
+		text, err := templatesYAML(rev, writtenVersion(dgd))
 		if err != nil {
 			return err
 		}
@@ -74,13 +82,49 @@ func runHistory(ctx context.Context, s *session, out io.Writer, name string, rev
 	return tw.Flush()
 }
 
+// writtenVersion is the API version the DGD's spec was last written in by its user: that
+// of the newest managedFields entry that owns spec fields, leaving out status writes
+// and this plugin's own (it writes v1beta1 whatever the user's manifests are). A
+// revision prints in it, so a graph applied as v1beta1 shows components and one applied
+// as v1alpha1 services. With no such entry, v1beta1: the preferred version, what
+// kubectl get prints.
+func writtenVersion(dgd metav1.Object) string {
+	version, newest := v1beta1.GroupVersion.Version, time.Time{}
+	for _, e := range dgd.GetManagedFields() {
+		if e.Subresource != "" || e.Manager == PluginFieldManager || e.FieldsV1 == nil ||
+			!bytes.Contains(e.FieldsV1.Raw, []byte(`"f:spec"`)) {
+			continue
+		}
+		gv, err := schema.ParseGroupVersion(e.APIVersion)
+		if err != nil || gv.Group != v1beta1.GroupVersion.Group {
+			continue
+		}
+		if t := timeOf(e); !t.Before(newest) {
+			version, newest = gv.Version, t
+		}
+	}
+	return version
+}
+
+// timeOf is when a managedFields entry was last written (zero when not recorded).
+func timeOf(e metav1.ManagedFieldsEntry) time.Time {
+	if e.Time == nil {
+		return time.Time{}
+	}
+	return e.Time.Time
+}
+
 // templatesYAML renders the services rev records as YAML shaped like a partial DGD spec
-// (services, and envs and backend when set). Replicas are left out: they are not part of
-// a template, and an undo keeps the current ones.
-func templatesYAML(rev *appsv1.ControllerRevision) (string, error) {
+// in version (v1alpha1: services, and envs and backend when set; v1beta1: components,
+// env, backend). Replicas are left out: they are not part of a template, and an undo
+// keeps the current ones.
+func templatesYAML(rev *appsv1.ControllerRevision, version string) (string, error) {
 	data, err := revisions.DecodeRevisionData(rev)
 	if err != nil {
 		return "", err
+	}
+	if version == v1beta1.GroupVersion.Version {
+		return betaTemplatesYAML(rev.Revision, data)
 	}
 	for name, svc := range data.Services {
 		if svc != nil {
@@ -128,6 +172,79 @@ func pruneMainContainer(svc any) {
 	}
 	if res, ok := mc["resources"].(map[string]any); ok && len(res) == 0 {
 		delete(mc, "resources")
+	}
+}
+
+// betaTemplatesYAML renders data as v1beta1 shows the graph: the services converted
+// into spec.components as the API server's /convert does (package conversion), and
+// env, backend and backendFramework. What v1beta1 cannot hold of a service written in
+// v1alpha1 (dynamoNamespace...) is not shown: kubectl get shows it only in the
+// nvidia.com/dgd-spec annotation, which is not part of a revision's print.
+func betaTemplatesYAML(revision int64, data *revisions.RevisionData) (string, error) {
+	alpha := &v1alpha1.DynamoGraphDeployment{Spec: v1alpha1.DynamoGraphDeploymentSpec{
+		Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}, Envs: data.Envs,
+		Backend: data.Backend, BackendFramework: data.BackendFramework}}
+	for name, svc := range data.Services {
+		if svc != nil {
+			svc = svc.DeepCopy()
+			svc.Replicas = nil
+		}
+		alpha.Spec.Services[name] = svc
+	}
+	var beta v1beta1.DynamoGraphDeployment
+	if err := conversion.ToHub(alpha, &beta); err != nil {
+		return "", fmt.Errorf("printing revision %d in %s: %w", revision, v1beta1.GroupVersion, err)
+	}
+	tree, err := toTree(beta.Spec)
+	if err != nil {
+		return "", fmt.Errorf("printing revision %d: %w", revision, err)
+	}
+	components, _ := tree["components"].([]any)
+	for _, c := range components {
+		prunePodTemplate(c)
+	}
+	text, err := yaml.Marshal(tree)
+	if err != nil {
+		return "", fmt.Errorf("printing revision %d: %w", revision, err)
+	}
+	return string(text), nil
+}
+
+// toTree is v as JSON's generic tree.
+func toTree(v any) (map[string]any, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var tree map[string]any
+	return tree, json.Unmarshal(raw, &tree)
+}
+
+// prunePodTemplate drops what Go always serializes in a component's pod template and a
+// user never wrote: "metadata: {creationTimestamp: null}", and each container's empty
+// resources.
+func prunePodTemplate(component any) {
+	c, _ := component.(map[string]any)
+	pt, _ := c["podTemplate"].(map[string]any)
+	if pt == nil {
+		return
+	}
+	if md, ok := pt["metadata"].(map[string]any); ok {
+		if ts, ok := md["creationTimestamp"]; ok && ts == nil {
+			delete(md, "creationTimestamp")
+		}
+		if len(md) == 0 {
+			delete(pt, "metadata")
+		}
+	}
+	spec, _ := pt["spec"].(map[string]any)
+	containers, _ := spec["containers"].([]any)
+	for _, ct := range containers {
+		if m, ok := ct.(map[string]any); ok {
+			if res, ok := m["resources"].(map[string]any); ok && len(res) == 0 {
+				delete(m, "resources")
+			}
+		}
 	}
 }
 

@@ -104,6 +104,10 @@ func PrintError(w io.Writer, err error) {
 	fmt.Fprintf(w, "error: %v\n", err)
 }
 
+// PluginFieldManager is the field manager of the plugin's writes (set image, undo,
+// pause...).
+const PluginFieldManager = "kubectl-dgd"
+
 // cli is what every command shares: the streams and the connection flags.
 type cli struct {
 	streams genericiooptions.IOStreams
@@ -141,6 +145,9 @@ func (c *cli) connect() (*session, error) {
 			return nil, err
 		}
 	}
+	// The API server names the field manager of a write without one after the user
+	// agent: the plugin's writes are PluginFieldManager's, whatever the binary is called.
+	cfg.UserAgent = PluginFieldManager
 	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err

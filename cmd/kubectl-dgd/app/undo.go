@@ -88,7 +88,7 @@ func runUndo(ctx context.Context, s *session, streams genericiooptions.IOStreams
 			return nil
 		}
 		if dryRun == dryRunClient {
-			text, err := templatesYAML(target)
+			text, err := templatesYAML(target, writtenVersion(dgd))
 			result = fmt.Sprintf("%s will roll back to revision #%d (dry run)\n%s", ref(name), target.Revision, text)
 			return err
 		}

@@ -13,9 +13,11 @@ import (
 )
 
 // The plugin reads and writes DGDs as v1beta1 and converts them itself: a graph
-// written in v1beta1 gives the very transcript of the same graph written in v1alpha1.
+// written in v1beta1 has the history of the same graph written in v1alpha1
+// (testdata/history.golden), a revision printed in the shape it was written in
+// (spec.components, as the user's manifest: writtenVersion).
 var _ = Describe("a DGD written in v1beta1", func() {
-	It("has the same history as in v1alpha1 (testdata/history.golden), and pause, resume and undo work on it", func() {
+	It("has the same history as in v1alpha1, its revisions printed as v1beta1 (testdata/history-v1beta1.golden), and pause, resume and undo work on it", func() {
 		ns := newNamespace()
 		var b v1beta1.DynamoGraphDeployment
 		Expect(conversion.ToHub(withCause(harness.NewDGD(ns, "hist").Disagg(2, 1, "vllm:v1").Obj(), "kubectl apply -f disagg.yaml"), &b)).To(Succeed())
@@ -34,7 +36,7 @@ var _ = Describe("a DGD written in v1beta1", func() {
 		t.must("rollout", "history", "hist")
 		t.must("rollout", "history", "hist", "--revision=1")
 		t.fails("rollout", "history", "hist", "--revision=7")
-		expectGolden("history", t.String())
+		expectGolden("history-v1beta1", t.String())
 
 		more := &transcript{ns: ns}
 		more.must("rollout", "pause", "hist")
