@@ -20,7 +20,9 @@ import (
 // TestWrittenVersion: a revision prints in the version of the newest write of the
 // DGD's spec that is neither a status write nor the plugin's own.
 func TestWrittenVersion(t *testing.T) {
-	at := func(min int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 11, 27, 12, min, 0, 0, time.UTC)} }
+	at := func(min int) *metav1.Time {
+		return &metav1.Time{Time: time.Date(2026, 11, 27, 12, min, 0, 0, time.UTC)}
+	}
 	spec := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:components":{}}}`)}
 	meta := &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:annotations":{}}}`)}
 	entry := func(manager, version string, min int, f *metav1.FieldsV1, sub string) metav1.ManagedFieldsEntry {
