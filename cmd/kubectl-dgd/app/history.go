@@ -133,12 +133,8 @@ func templatesYAML(rev *appsv1.ControllerRevision, version string) (string, erro
 			data.Services[name] = svc
 		}
 	}
-	raw, err := json.Marshal(data)
+	tree, err := toTree(data)
 	if err != nil {
-		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
-	}
-	var tree map[string]any
-	if err := json.Unmarshal(raw, &tree); err != nil {
 		return "", fmt.Errorf("printing revision %d: %w", rev.Revision, err)
 	}
 	delete(tree, "wholeGraph")    // how the data is stored, not what the graph was
