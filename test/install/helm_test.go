@@ -81,14 +81,21 @@ func (e *env) startPod(t *testing.T, pod corev1.PodSpec, ns string, extra ...str
 	return m
 }
 
-// embeddedDGDCRD is the DGD's CRD among those the binary embeds (the analysis
-// templates' are the others).
-func embeddedDGDCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+// embeddedCRDs are the CRDs the binary embeds (app.EmbeddedCRDs).
+func embeddedCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
 	crds, err := app.EmbeddedCRDs()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return crds
+}
+
+// embeddedDGDCRD is the DGD's CRD among those the binary embeds (the analysis
+// templates' are the others).
+func embeddedDGDCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crds := embeddedCRDs(t)
 	for _, c := range crds {
 		if c.Name == "dynamographdeployments.nvidia.com" {
 			return c
@@ -115,10 +122,7 @@ func olderCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 // them: with the category "dgd", which kubectl expands before the DGD's short name.
 func olderTemplateCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	crds, err := app.EmbeddedCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	crds := embeddedCRDs(t)
 	var out []*apiextensionsv1.CustomResourceDefinition
 	for _, c := range crds {
 		if c.Name != app.CRDName {
@@ -137,10 +141,7 @@ func olderTemplateCRDs(t *testing.T) []*apiextensionsv1.CustomResourceDefinition
 // alone would keep a category that Helm's create owns too (app.setNames).
 func (e *env) checkNames(t *testing.T) {
 	t.Helper()
-	crds, err := app.EmbeddedCRDs()
-	if err != nil {
-		t.Fatal(err)
-	}
+	crds := embeddedCRDs(t)
 	for _, want := range crds {
 		var live apiextensionsv1.CustomResourceDefinition
 		if err := e.k8s.Get(context.Background(), client.ObjectKey{Name: want.Name}, &live); err != nil {

@@ -123,15 +123,13 @@ func templatesYAML(rev *appsv1.ControllerRevision, version string) (string, erro
 	if err != nil {
 		return "", err
 	}
+	for _, svc := range data.Services { // data is decoded afresh: its own to change
+		if svc != nil {
+			svc.Replicas = nil
+		}
+	}
 	if version == v1beta1.GroupVersion.Version {
 		return betaTemplatesYAML(rev.Revision, data)
-	}
-	for name, svc := range data.Services {
-		if svc != nil {
-			svc = svc.DeepCopy()
-			svc.Replicas = nil
-			data.Services[name] = svc
-		}
 	}
 	tree, err := toTree(data)
 	if err != nil {
@@ -171,22 +169,14 @@ func pruneMainContainer(svc any) {
 	}
 }
 
-// betaTemplatesYAML renders data as v1beta1 shows the graph: the services converted
+// betaTemplatesYAML renders data (its replicas left out) as v1beta1 shows the graph: the services converted
 // into spec.components as the API server's /convert does (package conversion), and
 // env, backend and backendFramework. What v1beta1 cannot hold of a service written in
 // v1alpha1 (dynamoNamespace...) is not shown: kubectl get shows it only in the
 // nvidia.com/dgd-spec annotation, which is not part of a revision's print.
 func betaTemplatesYAML(revision int64, data *revisions.RevisionData) (string, error) {
 	alpha := &v1alpha1.DynamoGraphDeployment{Spec: v1alpha1.DynamoGraphDeploymentSpec{
-		Services: map[string]*v1alpha1.DynamoComponentDeploymentSharedSpec{}, Envs: data.Envs,
-		Backend: data.Backend, BackendFramework: data.BackendFramework}}
-	for name, svc := range data.Services {
-		if svc != nil {
-			svc = svc.DeepCopy()
-			svc.Replicas = nil
-		}
-		alpha.Spec.Services[name] = svc
-	}
+		Services: data.Services, Envs: data.Envs, Backend: data.Backend, BackendFramework: data.BackendFramework}}
 	var beta v1beta1.DynamoGraphDeployment
 	if err := conversion.ToHub(alpha, &beta); err != nil {
 		return "", fmt.Errorf("printing revision %d in %s: %w", revision, v1beta1.GroupVersion, err)

@@ -149,9 +149,10 @@ func applyCRD(ctx context.Context, c client.Client, want *apiextensionsv1.Custom
 // wrote: the short names or categories of an older CRD would stay when the new one has
 // none. (A list the new CRD still has is replaced whole: versions, shortNames and
 // categories are atomic lists, apiextensions/v1 types.go +listType=atomic, and the
-// apply forces; so only a field left out entirely can outlive its CRD.) kubectl expands a category
-// before it reads a short name (cli-runtime Builder.ReplaceAliases), so the
-// AnalysisTemplates' old category "dgd" made "kubectl get dgd" list them and no DGD.
+// apply forces; so only a field left out entirely can outlive its CRD.) kubectl
+// expands a category before it reads a short name (cli-runtime
+// Builder.ReplaceAliases), so the AnalysisTemplates' old category "dgd" made
+// "kubectl get dgd" list them and no DGD.
 // The names are this binary's alone. live is the CRD the apply answered with.
 func setNames(ctx context.Context, c client.Client, live, want *apiextensionsv1.CustomResourceDefinition) error {
 	if equality.Semantic.DeepEqual(live.Spec.Names, want.Spec.Names) {

@@ -82,10 +82,7 @@ func migrateOnce(ctx context.Context, c client.Client) error {
 		}
 	}
 	crd.Status.StoredVersions = []string{hub}
-	if err := c.Status().Update(ctx, &crd); err != nil {
-		if apierrors.IsConflict(err) {
-			return err
-		}
+	if err := c.Status().Update(ctx, &crd); err != nil { // %w: migrateStorage sees a conflict
 		return fmt.Errorf("narrowing the storedVersions of CRD %s: %w", CRDName, err)
 	}
 	ctrl.Log.Info("storage migrated to "+hub, "crd", CRDName, "was", stored)
