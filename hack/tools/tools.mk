@@ -52,9 +52,11 @@ $(BIN)/etcd:
 	@mkdir -p $(BIN)
 	cd $(TOOLS_DIR)/etcd && $(TOOLS_GO_BUILD) -ldflags '-s -w' -o $@ .
 
-$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler:
+# One go build for the three: they share most of their packages, which it compiles once
+# (a grouped target, so make runs the recipe once for all three).
+$(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler &:
 	@mkdir -p $(BIN)
-	cd $(TOOLS_DIR)/k8s && $(TOOLS_GO_BUILD) -ldflags '$(strip $(KUBERNETES_LDFLAGS))' -o $@ ./$(notdir $@)
+	cd $(TOOLS_DIR)/k8s && $(TOOLS_GO_BUILD) -ldflags '$(strip $(KUBERNETES_LDFLAGS))' -o $(BIN)/ ./kube-apiserver ./kube-controller-manager ./kube-scheduler
 
 $(BIN)/kwok:
 	@mkdir -p $(BIN)
