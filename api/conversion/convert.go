@@ -357,7 +357,7 @@ func statusToHub(in *v1alpha1.DynamoGraphDeploymentStatus, out *v1beta1.DynamoGr
 		UpdateRevisionNumber: in.UpdateRevisionNumber, CollisionCount: clonePtr(in.CollisionCount),
 		Replicas: in.Replicas, ReadyReplicas: in.ReadyReplicas, UpdatedReplicas: in.UpdatedReplicas,
 		AvailableReplicas: in.AvailableReplicas, UpdatedReadyReplicas: in.UpdatedReadyReplicas, Ready: in.Ready,
-		Restart: in.Restart.DeepCopy(),
+		Restart: in.Restart.DeepCopy(), Traffic: in.Traffic.DeepCopy(), Cohorts: cloneCohorts(in.Cohorts),
 	}
 	for k, v := range in.Services {
 		if out.Components == nil {
@@ -380,7 +380,7 @@ func statusFromHub(in *v1beta1.DynamoGraphDeploymentStatus, out *v1alpha1.Dynamo
 		UpdateRevisionNumber: in.UpdateRevisionNumber, CollisionCount: clonePtr(in.CollisionCount),
 		Replicas: in.Replicas, ReadyReplicas: in.ReadyReplicas, UpdatedReplicas: in.UpdatedReplicas,
 		AvailableReplicas: in.AvailableReplicas, UpdatedReadyReplicas: in.UpdatedReadyReplicas, Ready: in.Ready,
-		Restart: in.Restart.DeepCopy(),
+		Restart: in.Restart.DeepCopy(), Traffic: in.Traffic.DeepCopy(), Cohorts: cloneCohorts(in.Cohorts),
 	}
 	for k, v := range in.Components {
 		if out.Services == nil {
@@ -394,6 +394,17 @@ func statusFromHub(in *v1beta1.DynamoGraphDeploymentStatus, out *v1alpha1.Dynamo
 			CurrentStepIndex: r.CurrentStepIndex, CurrentStepStartTime: r.CurrentStepStartTime, CurrentStepKind: r.CurrentStepKind,
 			CurrentStepEndTime: r.CurrentStepEndTime, Attempt: r.Attempt, Analyses: r.Analyses, Abort: r.Abort}
 	}
+}
+
+func cloneCohorts(in []v1alpha1.CohortStatus) []v1alpha1.CohortStatus {
+	if in == nil {
+		return nil
+	}
+	out := make([]v1alpha1.CohortStatus, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
 }
 
 func componentNamed(cs []v1beta1.DynamoComponentDeploymentSharedSpec, name string) *v1beta1.DynamoComponentDeploymentSharedSpec {

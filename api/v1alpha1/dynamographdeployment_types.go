@@ -80,12 +80,35 @@ type RolloutSpec struct {
 	// +kubebuilder:default=600
 	// +kubebuilder:validation:Minimum=1
 	ProgressDeadlineSeconds *int32 `json:"progressDeadlineSeconds,omitempty"`
+	// Frontends says which frontends serve a worker revision: Shared (one frontend per
+	// frontend service, updated in place, discovering every worker revision by prefix),
+	// PerRevision (every worker revision is a cohort: a frontend of its own,
+	// `{dgd}-{frontend}-{hash}`, that discovers only its revision's Dynamo namespace, and
+	// client traffic split between the cohorts by weight), or Auto.
+	//
+	// Auto, the default, runs Shared until a revision changes a frontend's pod template
+	// together with the workers, and PerRevision from that revision on. It is the default
+	// because a change of the workers alone (a new model version, TP, resources) is safe
+	// behind a shared frontend and needs no proxy and no extra frontend pods, while a
+	// change of both (a Dynamo upgrade, a model card or router change) is not: frontends
+	// and workers of two Dynamo versions cannot be mixed (ai-dynamo/dynamo#12657). Once a
+	// DGD has cohorts, later worker revisions get cohorts too, for a cohort's frontend
+	// sees only its own revision. A frontend-only change updates the current frontends
+	// in place in every mode. A change of mode takes effect once the DGD has one
+	// revision (at rest, or when a rollout starts from one).
+	// +optional
+	// +kubebuilder:default=Auto
+	Frontends FrontendMode `json:"frontends,omitempty"`
+	// TrafficRouting is how client traffic is split between cohorts: proxy (the default)
+	// or gatewayAPI. Unused while the DGD has no cohorts.
+	// +optional
+	TrafficRouting *TrafficRouting `json:"trafficRouting,omitempty"`
 }
 
-// RolloutStep is one step of a stepped rollout: exactly one of partition, pause and
-// analysis.
+// RolloutStep is one step of a stepped rollout: exactly one of partition, pause,
+// analysis, setWeight and setHeaderRoute.
 //
-// +kubebuilder:validation:XValidation:rule="(has(self.partition) ? 1 : 0) + (has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) == 1",message="a step sets exactly one of partition, pause and analysis"
+// +kubebuilder:validation:XValidation:rule="(has(self.partition) ? 1 : 0) + (has(self.pause) ? 1 : 0) + (has(self.analysis) ? 1 : 0) + (has(self.setWeight) ? 1 : 0) + (has(self.setHeaderRoute) ? 1 : 0) == 1",message="a step sets exactly one of partition, pause, analysis, setWeight and setHeaderRoute"
 type RolloutStep struct {
 	// Partition moves the rollout until that much of every worker service is left on the
 	// old revision (as spec.rollout.partition) and holds there until the step ends: as
@@ -105,6 +128,21 @@ type RolloutStep struct {
 	// an inconclusive one holds the rollout until it is promoted or aborted.
 	// +optional
 	Analysis *RolloutAnalysis `json:"analysis,omitempty"`
+	// SetWeight sends that percent of new requests to the new revision's cohort (as Argo
+	// Rollouts' setWeight), and moves the workers until its cohort has at least that
+	// share of every worker service; the step waits, and says so in status, while the
+	// cohort's ready capacity is below the share. Only with cohorts (spec.rollout.frontends
+	// PerRevision, or Auto once the revision makes cohorts): otherwise it holds the same
+	// split as a partition of 100 - setWeight percent.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	SetWeight *int32 `json:"setWeight,omitempty"`
+	// SetHeaderRoute sends every request carrying the header to the new revision's
+	// cohort, before (or beside) any weight, until the rollout ends (as Argo Rollouts'
+	// setHeaderRoute). Only with cohorts; without, the step passes at once.
+	// +optional
+	SetHeaderRoute *HeaderRoute `json:"setHeaderRoute,omitempty"`
 }
 
 // RolloutAnalysis is an analysis step: metrics measured together, in the Prometheus
@@ -378,14 +416,16 @@ type RollingUpdateStatus struct {
 }
 
 // StepKind is the kind of a step of spec.rollout.steps.
-// +kubebuilder:validation:Enum=Partition;Pause;Analysis
+// +kubebuilder:validation:Enum=Partition;Pause;Analysis;SetWeight;SetHeaderRoute
 type StepKind string
 
 // Step kinds.
 const (
-	StepPartition StepKind = "Partition"
-	StepPause     StepKind = "Pause"
-	StepAnalysis  StepKind = "Analysis"
+	StepPartition      StepKind = "Partition"
+	StepPause          StepKind = "Pause"
+	StepAnalysis       StepKind = "Analysis"
+	StepSetWeight      StepKind = "SetWeight"
+	StepSetHeaderRoute StepKind = "SetHeaderRoute"
 )
 
 // AnalysisPhase is the state of an analysis step or of one of its metrics.
@@ -594,6 +634,15 @@ type DynamoGraphDeploymentStatus struct {
 	// Restart is the restart spec.restart.id asked for, as Dynamo reports it.
 	// +optional
 	Restart *RestartStatus `json:"restart,omitempty"`
+	// Traffic is where clients enter while the DGD has cohorts, and whether the split
+	// asked for is in effect; absent without cohorts.
+	// +optional
+	Traffic *TrafficStatus `json:"traffic,omitempty"`
+	// Cohorts are the revisions' cohorts, newest first: their frontends, routable
+	// workers and traffic; absent without cohorts.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Cohorts []CohortStatus `json:"cohorts,omitempty"`
 }
 
 // DynamoGraphDeployment is a Dynamo inference graph whose worker services are rolled

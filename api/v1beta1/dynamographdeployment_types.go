@@ -237,7 +237,8 @@ type RollingUpdateStatus struct {
 	// CurrentStepStartTime is when that step started.
 	// +optional
 	CurrentStepStartTime *metav1.Time `json:"currentStepStartTime,omitempty"`
-	// CurrentStepKind is the kind of that step: Partition, Pause or Analysis.
+	// CurrentStepKind is the kind of that step: Partition, Pause, Analysis, SetWeight or
+	// SetHeaderRoute.
 	// +optional
 	CurrentStepKind v1alpha1.StepKind `json:"currentStepKind,omitempty"`
 	// CurrentStepEndTime is when that step ends, for a pause of a set duration.
@@ -306,6 +307,13 @@ type DynamoGraphDeploymentStatus struct {
 	// Restart is the restart spec.restart.id asked for, as Dynamo reports it.
 	// +optional
 	Restart *v1alpha1.RestartStatus `json:"restart,omitempty"`
+	// Traffic is where clients enter while the DGD has cohorts; absent without cohorts.
+	// +optional
+	Traffic *v1alpha1.TrafficStatus `json:"traffic,omitempty"`
+	// Cohorts are the revisions' cohorts, newest first; absent without cohorts.
+	// +optional
+	// +kubebuilder:validation:MaxItems=32
+	Cohorts []v1alpha1.CohortStatus `json:"cohorts,omitempty"`
 }
 
 // DynamoGraphDeployment is a Dynamo inference graph whose worker components are rolled
