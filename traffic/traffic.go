@@ -110,16 +110,25 @@ type Effect struct {
 	Message string
 }
 
+// Rendered is what a provider renders for a Traffic.
+type Rendered struct {
+	// Apply are created when missing and updated when they differ from what the
+	// cluster holds, in this order (RBAC before the pods that use it).
+	Apply []client.Object
+	// Create are created when missing and never updated: objects others write after
+	// them (the proxy agents' reports).
+	Create []client.Object
+}
+
 // Provider renders the objects that split a frontend's traffic and judges what of a
 // split is in effect. Every method is pure.
 type Provider interface {
 	// Kind is status.traffic.provider of this provider: v1alpha1.TrafficProxy or
 	// v1alpha1.TrafficGatewayAPI.
 	Kind() string
-	// Objects are every object the provider needs to route t, in the order they are
-	// created (RBAC before a pod that uses it), each with its namespace, name and
-	// labels; the controller sets the DGD as their controller.
-	Objects(t Traffic) ([]client.Object, error)
+	// Objects are every object the provider needs to route t, each with its namespace,
+	// name and labels; the controller sets the DGD as their controller.
+	Objects(t Traffic) (Rendered, error)
 	// Lookups are the objects Effect reads, as empty objects of their kind with their
 	// namespace and name (the controller reads them into Observed.Objects).
 	Lookups(t Traffic) []client.Object
