@@ -163,16 +163,17 @@ func growFollowers(in Input, target, want map[int64]int32, share map[int64]float
 		return revs[i] > revs[j]
 	})
 	for _, r := range revs {
-		w := want[r]
-		if target[r] >= w {
-			continue
+		if target[r] == 0 && want[r] > 0 && share[r] > 0 {
+			target[r] = 1 // a pool with workers needs a follower to be routed to, first
+			sum++
 		}
-		grow := max(0, min(w-target[r], limit-sum))
-		if target[r]+grow == 0 && share[r] > 0 {
-			grow = 1 // a pool with workers needs a follower to be routed to
+	}
+	for _, r := range revs {
+		if w := want[r]; target[r] < w {
+			grow := max(0, min(w-target[r], limit-sum))
+			target[r] += grow
+			sum += grow
 		}
-		target[r] += grow
-		sum += grow
 	}
 }
 
