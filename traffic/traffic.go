@@ -104,7 +104,9 @@ type Effect struct {
 	// route's current generation), whatever t asks: a step judges from them whether its
 	// weight is in effect before it asks anything. Nil when unknown or not agreed.
 	Weights map[string]int32
-	// HeaderRoute is the header route in effect, judged as Weights (nil: none).
+	// HeaderRoute is the header route in effect, judged as Weights (nil: none); its
+	// Hash names the cohort, Name and Value may be empty where the provider reports
+	// only the cohort.
 	HeaderRoute *HeaderRoute
 	// InFlight counts the requests in flight to each cohort (a cohort absent has
 	// none), when the provider can see them (InFlightKnown); a Gateway cannot.

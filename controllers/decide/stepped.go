@@ -115,7 +115,7 @@ func trafficInEffect(v *view, h *history, weight *int32, header *steps.Header) b
 		if weight != nil && (e.Weights == nil || e.Weights[h.update.WorkerHash] != *weight) {
 			return false
 		}
-		if hr := e.HeaderRoute; header != nil && (hr == nil || hr.Hash != h.update.WorkerHash || hr.Name != header.Name || hr.Value != header.Value) {
+		if hr := e.HeaderRoute; header != nil && (hr == nil || hr.Hash != h.update.WorkerHash) {
 			return false
 		}
 	}
