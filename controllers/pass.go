@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,7 +27,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	s, err := r.observe(ctx, dgd)
 	if err != nil {
-		return r.result(ctx, req, decide.Report{}, err)
+		return r.observeFailed(ctx, req, dgd, err)
 	}
 	d, err := r.decide(ctx, s)
 	if err != nil {
@@ -47,7 +49,55 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	out := r.execute(ctx, s, d)
 	rep := d.Conclude(out)
 	err = r.report(ctx, s, rep, out)
+	if decide.NamespaceTerminating(out.Refused) {
+		r.terminating.Store(req.Namespace, r.now())
+	}
 	return r.result(ctx, req, rep, errors.Join(d.Err, out.Err, rep.Retry, err))
+}
+
+// terminatingFor is how long a namespace whose deletion refused a write of the
+// operator's is left alone: no pass acts on its DGDs meanwhile (they go with it; every
+// create would be refused again), then one looks again.
+const terminatingFor = 5 * time.Minute
+
+// inTerminating reports whether ns refused a write of the operator's because it is being
+// deleted, less than terminatingFor ago.
+func (r *Reconciler) inTerminating(ns string) bool {
+	v, ok := r.terminating.Load(ns)
+	if !ok {
+		return false
+	}
+	if r.now().Sub(v.(time.Time)) >= terminatingFor {
+		r.terminating.Delete(ns)
+		return false
+	}
+	return true
+}
+
+// observeFailed reports a read the pass could not make (a list its RBAC does not allow,
+// a CRD removed) on the DGD, where a user looks first: Ready False, reason
+// ObserveFailed, the message naming the resource, and a Warning Event when news; the
+// pass is retried with backoff. A conflict or a cache not yet synced is no news.
+func (r *Reconciler) observeFailed(ctx context.Context, req ctrl.Request, dgd *v1alpha1.DynamoGraphDeployment, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) || !reportable(err) {
+		return r.result(ctx, req, decide.Report{}, err)
+	}
+	st, ev := decide.HaltedStatus(dgd, r.now(), v1alpha1.ReasonObserveFailed, err.Error())
+	s := &decide.Snapshot{DGD: dgd, Now: r.now()}
+	rep := decide.Report{Status: st, Retry: err}
+	if ev != nil {
+		rep.Events = []decide.Event{*ev}
+	}
+	if werr := r.report(ctx, s, rep, decide.Outcome{}); werr != nil {
+		return r.result(ctx, req, rep, errors.Join(err, werr))
+	}
+	return r.result(ctx, req, rep, err)
+}
+
+// reportable reports whether a failed read is one to show on the DGD: refused by the
+// API server (forbidden, not found, no such kind), not a passing fault.
+func reportable(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsNotFound(err) || meta.IsNoMatchError(err) || apierrors.IsMethodNotSupported(err)
 }
 
 // writeStrings is each write's short form (decide.Write.String), for the debug log
@@ -76,6 +126,10 @@ func (r *Reconciler) read(ctx context.Context, req ctrl.Request) (*v1alpha1.Dyna
 	}
 	if !dgd.DeletionTimestamp.IsZero() {
 		r.forget(req)
+		return nil, nil
+	}
+	if r.inTerminating(dgd.Namespace) {
+		log.FromContext(ctx).V(1).Info("namespace being deleted: nothing to do")
 		return nil, nil
 	}
 	return &dgd, nil
@@ -119,6 +173,11 @@ func (r *Reconciler) decide(ctx context.Context, s *decide.Snapshot) (decide.Dec
 
 // result is the pass's answer to the work queue: a conflict retries at once, an error
 // with backoff (counted), else the soonest pass the report asked for.
+//
+// A refusal the status already shows (a forbidden write, a namespace being deleted, a
+// read RBAC does not allow) is logged once, at info, not as an error with a stack trace
+// on every retry: it is retried after the reconciler's own backoff (quietBackoff), and
+// logged again only when its message changes.
 func (r *Reconciler) result(ctx context.Context, req ctrl.Request, rep decide.Report, err error) (ctrl.Result, error) {
 	if err != nil {
 		if apierrors.IsConflict(err) {
@@ -126,9 +185,20 @@ func (r *Reconciler) result(ctx context.Context, req ctrl.Request, rep decide.Re
 			return ctrl.Result{Requeue: true}, nil
 		}
 		ObserveReconcileError(req.Namespace, req.Name)
+		if shown(err) {
+			return ctrl.Result{RequeueAfter: r.quiet.note(ctx, req.NamespacedName, err)}, nil
+		}
 		return ctrl.Result{}, err
 	}
+	r.quiet.clear(req.NamespacedName)
 	return ctrl.Result{RequeueAfter: rep.Requeue}, nil
+}
+
+// shown reports whether err is one the pass has shown on the DGD (its status and a
+// Warning Event): a write the API server refused, or a read it refused.
+func shown(err error) bool {
+	reason, _ := decide.Refusal(err)
+	return reason != "" || reportable(err)
 }
 
 // fresh replaces a cached DGD that predates the operator's own last status write with

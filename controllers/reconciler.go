@@ -50,6 +50,10 @@ type Reconciler struct {
 	statusRV sync.Map
 	// specs remembers each DGD's render.Validate verdict (specchecks.go).
 	specs specChecks
+	// terminating holds the namespaces whose deletion refused a write (pass.go), and
+	// quiet the refusals already logged (quiet.go).
+	terminating sync.Map
+	quiet       quietLog
 	// runner runs the analysis queries off the pass (measure.go), made on first use.
 	runner     *measurements
 	runnerOnce sync.Once

@@ -357,6 +357,10 @@ const (
 	// ConditionReconciling is True while a rollout or a scale is under way (kstatus:
 	// InProgress), False once the DGD has settled where its spec asks.
 	ConditionReconciling = "Reconciling"
+	// ConditionTakeOverHeld is True while the take-over of a DGD from Dynamo's operator
+	// waits for something someone else controls (reason DynamoIngressHeld); absent
+	// otherwise.
+	ConditionTakeOverHeld = "TakeOverHeld"
 	// ConditionStalled is True when the operator cannot go on without a spec change
 	// (ProgressDeadlineExceeded, RolloutBlocked, InvalidSpec; kstatus: Failed).
 	ConditionStalled = "Stalled"

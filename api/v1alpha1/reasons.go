@@ -29,6 +29,16 @@ const (
 	// spec or what the API server admits changes. The writes before it stay; none after
 	// it is made.
 	ReasonWriteRefused = "WriteRefused"
+	// ReasonNamespaceTerminating: the DGD's namespace is being deleted, and the API
+	// server refuses every new object in it (403, cause NamespaceTerminating): the
+	// operator stops acting on the DGD, which goes with its namespace.
+	ReasonNamespaceTerminating = "NamespaceTerminating"
+	// ReasonObserveFailed: a read the pass decides from failed (a list the operator's
+	// RBAC does not allow, a CRD removed): the message names the resource; retried.
+	ReasonObserveFailed = "ObserveFailed"
+	// ReasonDynamoIngressHeld: condition TakeOverHeld, the take-over from Dynamo's
+	// operator waits before deleting its DCDs (EventDynamoIngressHeld).
+	ReasonDynamoIngressHeld = "DynamoIngressHeld"
 	// ReasonWriteForbidden: the API server forbade a write of the pass (403: the
 	// operator's RBAC, a ResourceQuota exceeded, a namespace being deleted). Retrying
 	// can help once that changes: Ready False and Reconciling True, retried with

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,6 +26,13 @@ func stop(s *Snapshot, d *draft, reason, msg string) Decision {
 		dec.Events = []Event{*ev}
 	}
 	return dec
+}
+
+// HaltedStatus is the status of a pass that could not decide (a read it needs failed,
+// reason): the last whole pass's status with Ready False, Reconciling True (the pass is
+// retried) and msg, and its Warning Event, nil when not news.
+func HaltedStatus(dgd *v1alpha1.DynamoGraphDeployment, now time.Time, reason, msg string) (*v1alpha1.DynamoGraphDeploymentStatus, *Event) {
+	return haltedStatus(dgd, &dgd.Status, now, reason, msg, false)
 }
 
 // stoppedStatus is the status of a stopped pass and its Event, nil when not news.
@@ -87,12 +95,23 @@ func Refusal(err error) (reason string, stalled bool) {
 	switch {
 	case err == nil:
 		return "", false
+	case NamespaceTerminating(err):
+		return v1alpha1.ReasonNamespaceTerminating, true
 	case apierrors.IsBadRequest(err), apierrors.IsRequestEntityTooLargeError(err), apierrors.IsInvalid(err):
 		return v1alpha1.ReasonWriteRefused, true
 	case apierrors.IsForbidden(err):
 		return v1alpha1.ReasonWriteForbidden, false
 	}
 	return "", false
+}
+
+// NamespaceTerminating reports whether err is the API server refusing a new object in
+// a namespace being deleted (k8s.io/apiserver plugin/namespace/lifecycle: Forbidden
+// with the cause NamespaceTerminating): no retry can make it, and the DGD goes with
+// its namespace.
+func NamespaceTerminating(err error) bool {
+	_, ok := apierrors.StatusCause(err, corev1.NamespaceTerminatingCause)
+	return ok && apierrors.IsForbidden(err)
 }
 
 // Conclude folds what the writes made (out) into what the pass reports:
@@ -142,6 +161,9 @@ func (d Decision) Conclude(out Outcome) Report {
 		}
 		st, ev := haltedStatus(r.dgd, base, r.now, reason, out.Refused.Error(), stalled)
 		rep := Report{Status: st, Events: append(madeEvents(out), events(ev)...), Requeue: soonest(d.Requeue, ConflictRecheck)}
+		if reason == v1alpha1.ReasonNamespaceTerminating {
+			rep.Requeue = 0 // nothing to come back for: the namespace takes the DGD with it
+		}
 		if !stalled {
 			rep.Requeue, rep.Retry = 0, out.Refused
 		}

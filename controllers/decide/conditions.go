@@ -24,6 +24,11 @@ func conditions(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, d *
 		set(v1alpha1.ConditionAvailable, metav1.ConditionTrue, v1alpha1.ReasonMinimumReplicasAvailable, "every service has at least its minimum available replicas")
 	}
 	progressing(st, set)
+	if d.takeOverHeld != "" {
+		set(v1alpha1.ConditionTakeOverHeld, metav1.ConditionTrue, v1alpha1.ReasonDynamoIngressHeld, d.takeOverHeld)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, v1alpha1.ConditionTakeOverHeld)
+	}
 	if len(d.conflicts) > 0 {
 		conflicted(v, st, d.conflicts, d)
 		return

@@ -19,6 +19,9 @@ type draft struct {
 	conflicts []string
 	// deleted are the objects (groupOf) the pass deletes.
 	deleted map[string]bool
+	// takeOverHeld says why the take-over from Dynamo's operator waits (condition
+	// TakeOverHeld), "" when it does not.
+	takeOverHeld string
 }
 
 func newDraft() *draft {

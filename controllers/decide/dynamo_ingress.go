@@ -110,8 +110,9 @@ func releaseExposure(v *view, d *draft, want map[string]bool) bool {
 	if len(held) == 0 {
 		return false
 	}
-	d.event("Warning", v1alpha1.EventDynamoIngressHeld, fmt.Sprintf("the take-over of %s/%s waits before deleting Dynamo's %ss, whose deletion would have the garbage collector delete what they control: %s; render it, delete it, or remove its owner reference to keep it",
-		v.dgd.Namespace, v.dgd.Name, DCDKind, strings.Join(held, "; ")))
+	d.takeOverHeld = fmt.Sprintf("the take-over of %s/%s waits before deleting Dynamo's %ss, whose deletion would have the garbage collector delete what they control: %s; render it, delete it, or remove its owner reference to keep it",
+		v.dgd.Namespace, v.dgd.Name, DCDKind, strings.Join(held, "; "))
+	d.event("Warning", v1alpha1.EventDynamoIngressHeld, d.takeOverHeld)
 	return true
 }
 

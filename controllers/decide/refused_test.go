@@ -3,6 +3,7 @@ package decide_test
 import (
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net/http"
 	"reflect"
 	"strings"
@@ -38,7 +39,19 @@ func refusals() map[string]error {
 		"500":  fmt.Errorf("creating Deployment ns/g-decode-1: %w", apierrors.NewInternalError(errors.New("etcd down"))),
 		"504":  fmt.Errorf("creating Deployment ns/g-decode-1: %w", apierrors.NewTimeoutError("timed out", 1)),
 		"none": errors.New("dial tcp: connection refused"),
+		// The namespace lifecycle admission's answer to a create in a namespace being
+		// deleted (k8s.io/apiserver plugin/namespace/lifecycle/admission.go).
+		"403-terminating": fmt.Errorf("creating Deployment ns/g-decode-1: %w", terminating()),
 	}
+}
+
+// terminating is the namespace lifecycle admission's refusal, built as it builds it.
+func terminating() error {
+	err := apierrors.NewForbidden(schema.GroupResource{Group: "apps", Resource: "deployments"}, "g-decode-1",
+		errors.New("unable to create new content in namespace ns because it is being terminated"))
+	err.ErrStatus.Details.Causes = append(err.ErrStatus.Details.Causes, metav1.StatusCause{
+		Type: corev1.NamespaceTerminatingCause, Message: "namespace ns is being terminated", Field: "metadata.namespace"})
+	return err
 }
 
 // TestRefusal: which answers are refusals, and how each is reported.
@@ -51,6 +64,8 @@ func TestRefusal(t *testing.T) {
 		"400": {v1alpha1.ReasonWriteRefused, true},
 		"413": {v1alpha1.ReasonWriteRefused, true},
 		"403": {v1alpha1.ReasonWriteForbidden, false},
+		// Stalled: the namespace goes, with the DGD; nothing is retried.
+		"403-terminating": {v1alpha1.ReasonNamespaceTerminating, true},
 	}
 	for code, err := range refusals() {
 		reason, stalled := decide.Refusal(err)

@@ -638,6 +638,7 @@ func conflictCases(t *testing.T) []tcase {
 		"write-refused-invalid":   {Progress: made.Progress, Refused: refusals()["422"]},
 		"write-refused-too-large": {Refused: refusals()["413"]},
 		"write-forbidden":         {Refused: refusals()["403"]},
+		"namespace-terminating":   {Refused: refusals()["403-terminating"]},
 		"nothing-made":            {},
 	}
 	for _, name := range sortedStrings(outcomes) {

@@ -495,7 +495,9 @@ var undeclared = map[string]bool{}
 // name, and why. None today: those that only a write's outcome produces (NameConflict
 // from a workload name someone holds, InvalidSpec from a spec a backend refuses) are
 // reached through Decision.Conclude with an Outcome (the conflicts family).
-var notDecided = map[string]string{}
+var notDecided = map[string]string{
+	"ReasonObserveFailed": "a read of the pass failed before any Snapshot: the reconciler reports it (decide.HaltedStatus; controllers' observeFailed, tested there)",
+}
 
 // reasonConstants are the exported constants of api/v1alpha1/reasons.go, by name,
 // with their values (type-checked, so "Rollout" + ReasonPartitioned is its value).

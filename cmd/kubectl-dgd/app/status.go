@@ -176,6 +176,12 @@ func rolloutStatus(dgd *v1alpha1.DynamoGraphDeployment) ([]string, bool, error) 
 	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonWriteForbidden {
 		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: the API server forbids a write, retrying: %s...\n", c.Message))
 	}
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionReady); c != nil && c.Reason == v1alpha1.ReasonObserveFailed {
+		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: the operator cannot read what it decides from, retrying: %s...\n", c.Message))
+	}
+	if c := meta.FindStatusCondition(dgd.Status.Conditions, v1alpha1.ConditionTakeOverHeld); c != nil && c.Status == metav1.ConditionTrue {
+		lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s: %s...\n", c.Reason, c.Message))
+	}
 	for _, name := range dgd.ServiceNames() {
 		if msg := serviceWaiting(dgd, name); msg != "" {
 			lines = append(lines, fmt.Sprintf("Waiting for rollout to finish: %s: %s...\n", name, msg))

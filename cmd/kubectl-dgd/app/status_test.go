@@ -101,6 +101,19 @@ func TestRolloutStatus(t *testing.T) {
 			}),
 			lines: []string{"Waiting for rollout to finish: the API server forbids a write, retrying: details...\n"},
 		},
+		"a read the operator cannot make is retried": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.Conditions = []metav1.Condition{condition(v1alpha1.ConditionReady, "False", v1alpha1.ReasonObserveFailed),
+					condition(v1alpha1.ConditionReconciling, "True", v1alpha1.ReasonObserveFailed)}
+			}),
+			lines: []string{"Waiting for rollout to finish: the operator cannot read what it decides from, retrying: details...\n"},
+		},
+		"a take-over held by Dynamo's Ingress says so": {
+			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
+				st.Conditions = []metav1.Condition{condition(v1alpha1.ConditionTakeOverHeld, "True", v1alpha1.ReasonDynamoIngressHeld)}
+			}),
+			lines: []string{"Waiting for rollout to finish: DynamoIngressHeld: details...\n"},
+		},
 		"a restart whose frontend still rolls waits for it": {
 			dgd: dgdWith(func(st *v1alpha1.DynamoGraphDeploymentStatus) {
 				st.Restart = &v1alpha1.RestartStatus{ObservedID: "r1", Phase: v1alpha1.RestartPhaseRestarting, InProgress: []string{"Frontend"}}
