@@ -41,6 +41,12 @@ type ServiceWorkload struct {
 	// Replicas is the replica count to create the workload with. For a stable workload it
 	// is also applied to an existing one; a worker workload is scaled only through Scale.
 	Replicas int32
+	// InPlace: a revision workload (Hash set) whose template Ensure updates in place, as
+	// a stable workload's, while its replicas move only through Scale: a cohort's
+	// frontend, which a frontend-only change updates in its goal revision. The backend
+	// renders it so that its own update keeps it available (a Deployment's
+	// RollingUpdate, never Recreate).
+	InPlace bool
 }
 
 // Pool is the set of workloads of one worker revision, or of the stable services

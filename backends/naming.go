@@ -61,9 +61,10 @@ func GroupName(dgd, hash string) string {
 //	LeaderWorkerSet of a stable service     GangSetName(dgd, svc, "")     last segment: "lws"
 //	Grove's headless Service                <PodCliqueSetName(...)>-0     last segment: "0"
 //	our discovery Service of a revision     DiscoveryServiceName(...)     last segment: "discovery"
+//	our Service of a cohort's frontend      CohortServiceName(...)        last segment: "cohort"
 //
-// Four distinct last segments (a hash is hex, and none of "lws", "0", "discovery" is 8
-// hex characters), so these four sets of names are pairwise disjoint: no discovery
+// Five distinct last segments (a hash is hex, and none of "lws", "0", "discovery",
+// "cohort" is 8 hex characters), so these five sets of names are pairwise disjoint: no discovery
 // Service of ours is ever named like a Service LWS or Grove creates, whatever the DGD
 // and service names (digits only, "--" inside, long enough to be capped), and LWS and
 // Grove never compete for one Service name either. backends/naming_test.go proves it
@@ -82,6 +83,19 @@ func GroupName(dgd, hash string) string {
 
 // DiscoverySuffix ends the name of every worker revision's discovery Service.
 const DiscoverySuffix = "discovery"
+
+// CohortSuffix ends the name of every cohort's frontend Service.
+const CohortSuffix = "cohort"
+
+// CohortServiceName is the Service of a cohort's frontend (a frontend service at one
+// worker revision): `{dgd}-{service}-{hash}-cohort`, capped as DiscoveryServiceName
+// caps. The traffic provider sends the cohort's share of requests to it; Dynamo's
+// discovery reads its EndpointSlices as it reads the frontend's. Its last segment,
+// "cohort", is none of the others' below, so it too is never a name LWS or Grove
+// creates a Service under.
+func CohortServiceName(dgd, service, hash string) string {
+	return capName(sanitize(dgd+"-"+service), hash+"-"+CohortSuffix)
+}
 
 // StableGangSuffix ends the name of a stable (non-worker) service's LeaderWorkerSet.
 const StableGangSuffix = "lws"

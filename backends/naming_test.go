@@ -62,8 +62,8 @@ var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
 
 // classes names every name of one generated shape.
 type classes struct {
-	discovery, workerLWS, stableLWS, groveSvc map[string]string // name -> the inputs that made it
-	seen                                      map[string]bool   // DGD names whose PodCliqueSets are in
+	discovery, cohort, workerLWS, stableLWS, groveSvc map[string]string // name -> the inputs that made it
+	seen                                              map[string]bool   // DGD names whose PodCliqueSets are in
 }
 
 func (c *classes) add(t *testing.T, d, s, h string) {
@@ -72,7 +72,7 @@ func (c *classes) add(t *testing.T, d, s, h string) {
 	for _, n := range []struct {
 		m    map[string]string
 		name string
-	}{{c.discovery, DiscoveryServiceName(d, s, h)}, {c.workerLWS, GangSetName(d, s, h)}, {c.stableLWS, GangSetName(d, s, "")}} {
+	}{{c.discovery, DiscoveryServiceName(d, s, h)}, {c.cohort, CohortServiceName(d, s, h)}, {c.workerLWS, GangSetName(d, s, h)}, {c.stableLWS, GangSetName(d, s, "")}} {
 		if len(n.name) > MaxNameLength || !dnsLabel.MatchString(n.name) {
 			t.Fatalf("%s: %q is no name of at most %d characters", in, n.name, MaxNameLength)
 		}
@@ -103,6 +103,11 @@ func (c *classes) check(t *testing.T) {
 			t.Errorf("discovery Service %q (%s) does not end in -%s", n, c.discovery[n], DiscoverySuffix)
 		}
 	}
+	for n := range c.cohort {
+		if lastSegment(n) != CohortSuffix {
+			t.Errorf("cohort Service %q (%s) does not end in -%s", n, c.cohort[n], CohortSuffix)
+		}
+	}
 	for n := range c.workerLWS {
 		if s := lastSegment(n); !isHex(s) || s == "0" {
 			t.Errorf("worker LeaderWorkerSet %q (%s) does not end in its hash", n, c.workerLWS[n])
@@ -118,17 +123,26 @@ func (c *classes) check(t *testing.T) {
 			t.Errorf("Grove's headless Service %q (%s) does not end in -0", n, c.groveSvc[n])
 		}
 	}
-	ours := c.discovery
-	for _, theirs := range []struct {
+	for _, ours := range []struct {
 		what string
 		m    map[string]string
-	}{{"the headless Service LWS creates for a worker revision's LeaderWorkerSet", c.workerLWS},
-		{"the headless Service LWS creates for a stable LeaderWorkerSet", c.stableLWS},
-		{"Grove's headless Service of a PodCliqueSet", c.groveSvc}} {
-		for n, in := range ours {
-			if other, ok := theirs.m[n]; ok {
-				t.Errorf("discovery Service %q (%s) is %s (%s)", n, in, theirs.what, other)
+	}{{"discovery", c.discovery}, {"cohort", c.cohort}} {
+		for _, theirs := range []struct {
+			what string
+			m    map[string]string
+		}{{"the headless Service LWS creates for a worker revision's LeaderWorkerSet", c.workerLWS},
+			{"the headless Service LWS creates for a stable LeaderWorkerSet", c.stableLWS},
+			{"Grove's headless Service of a PodCliqueSet", c.groveSvc}} {
+			for n, in := range ours.m {
+				if other, ok := theirs.m[n]; ok {
+					t.Errorf("%s Service %q (%s) is %s (%s)", ours.what, n, in, theirs.what, other)
+				}
 			}
+		}
+	}
+	for n, in := range c.cohort {
+		if other, ok := c.discovery[n]; ok {
+			t.Errorf("cohort Service %q (%s) is also a discovery Service (%s)", n, in, other)
 		}
 	}
 	for n, in := range c.groveSvc {
@@ -141,7 +155,7 @@ func (c *classes) check(t *testing.T) {
 }
 
 func newClasses() *classes {
-	return &classes{discovery: map[string]string{}, workerLWS: map[string]string{}, stableLWS: map[string]string{}, groveSvc: map[string]string{}, seen: map[string]bool{}}
+	return &classes{discovery: map[string]string{}, cohort: map[string]string{}, workerLWS: map[string]string{}, stableLWS: map[string]string{}, groveSvc: map[string]string{}, seen: map[string]bool{}}
 }
 
 // TestNamesDisjointExhaustive generates every DGD name and service name of up to three

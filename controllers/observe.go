@@ -8,7 +8,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -17,6 +19,7 @@ import (
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/traffic"
 )
 
 // observe reads everything one pass of dgd decides from into a snapshot, and writes
@@ -27,6 +30,7 @@ import (
 // reading there: the pass will act on nothing.
 func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment) (*decide.Snapshot, error) {
 	s := &decide.Snapshot{DGD: dgd, Now: r.now(), Platform: r.Platform, Backends: r.Backends.Descriptions(),
+		Providers: r.Providers, TrafficConfig: r.Traffic,
 		Names: map[backends.Key]string{}, CanListUnscheduled: r.APIReader != nil, Holders: map[decide.ObjectName]decide.Holder{}, Validate: r.specs.validate,
 		Measurements: r.measurements().results(client.ObjectKeyFromObject(dgd), dgd.UID)}
 	pods, err := r.listPods(ctx, dgd)
@@ -51,8 +55,40 @@ func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 	if s.AnalysisTemplates, err = r.observeTemplates(ctx, dgd); err != nil {
 		return nil, err
 	}
+	if s.Traffic, err = r.observeTraffic(ctx, dgd, pods); err != nil {
+		return nil, err
+	}
 	r.nameStable(dgd, s)
 	return s, nil
+}
+
+// observeTraffic reads, for every frontend service, what each traffic provider renders
+// and looks up (decide.TrafficLookups), from the cache, and the provider's pods among
+// the DGD's.
+func (r *Reconciler) observeTraffic(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata) (map[string]traffic.Observed, error) {
+	out := map[string]traffic.Observed{}
+	for service, l := range decide.TrafficLookups(dgd, r.Providers, r.Traffic) {
+		o := traffic.Observed{Objects: map[string]client.Object{}}
+		for key, empty := range l.Objects {
+			obj := empty.DeepCopyObject().(client.Object)
+			switch err := r.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); {
+			case apierrors.IsNotFound(err), meta.IsNoMatchError(err):
+			case err != nil:
+				return nil, fmt.Errorf("getting %s of %s/%s: %w", key, dgd.Namespace, dgd.Name, err)
+			default:
+				o.Objects[key] = obj
+			}
+		}
+		for _, sel := range l.Pods {
+			for i := range pods {
+				if labels.SelectorFromSet(sel).Matches(labels.Set(pods[i].Labels)) {
+					o.Pods = append(o.Pods, pods[i])
+				}
+			}
+		}
+		out[service] = o
+	}
+	return out, nil
 }
 
 // listPods lists the DGD's pods (metadata only, through the graph index).

@@ -13,6 +13,7 @@ import (
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/traffic"
 )
 
 // Reconciler reconciles DynamoGraphDeployments.
@@ -29,6 +30,11 @@ type Reconciler struct {
 	// Analysis runs the queries of analysis steps (nil: no Prometheus, every query
 	// errs and an analysis is inconclusive).
 	Analysis analysis.Querier
+	// Providers are the traffic providers between cohorts, by traffic.Provider.Kind
+	// (the Gateway API's only where its CRDs are served); Traffic is their
+	// configuration.
+	Providers map[string]traffic.Provider
+	Traffic   traffic.Config
 	// Now is the clock; tests may replace it.
 	Now func() time.Time
 	// Middleware, when set, wraps the reconciler the controller runs: tests trace

@@ -97,13 +97,20 @@ func DynamoNamespace(dgd *v1alpha1.DynamoGraphDeployment) string {
 }
 
 // EffectiveNamespace is the Dynamo namespace a replica registers in: a worker
-// revision's `<DYN_NAMESPACE>-<hash>`, a stable service's DYN_NAMESPACE.
-func EffectiveNamespace(dgd *v1alpha1.DynamoGraphDeployment, worker bool, hash string) string {
-	if worker && hash != "" {
+// revision's `<DYN_NAMESPACE>-<hash>`, a stable service's DYN_NAMESPACE. A cohort's
+// frontend (a frontend with a hash) discovers exactly its revision's, the same
+// `<DYN_NAMESPACE>-<hash>`: callers pass revisioned for any component with a hash.
+func EffectiveNamespace(dgd *v1alpha1.DynamoGraphDeployment, revisioned bool, hash string) string {
+	if revisioned && hash != "" {
 		return DynamoNamespace(dgd) + "-" + hash
 	}
 	return DynamoNamespace(dgd)
 }
+
+// Cohort reports whether the component is a cohort's frontend: a frontend rendered for
+// one worker revision (Hash set), which discovers only that revision's Dynamo
+// namespace instead of every revision by prefix.
+func (c Component) Cohort() bool { return c.kind() == kindFrontend && c.Hash != "" }
 
 // DiscoveryServiceAccount is the service account of a DGD's pods under Kubernetes
 // discovery (Dynamo: `<dgd>-k8s-service-discovery`).

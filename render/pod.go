@@ -135,7 +135,7 @@ func (c Component) defaultContainer(v *Version) corev1.Container {
 			base.StartupProbe = httpProbe("/live", PortNameHTTP, 0, 10, 1, 30)
 		}
 		base.Env = envs("DYNAMO_PORT", fmt.Sprint(PortHTTP), "DYN_HTTP_PORT", fmt.Sprint(PortHTTP))
-		if gate(v, gateFrontendStartup) {
+		if gate(v, gateFrontendStartup) && !c.Cohort() { // a cohort's frontend has no prefix filter
 			base.Env = append(base.Env, corev1.EnvVar{Name: "DYN_NAMESPACE_PREFIX_STRICT", Value: "true"})
 		}
 	case kindWorker:
@@ -197,10 +197,17 @@ func (c Component) commonEnv() []corev1.EnvVar {
 
 // namespaceEnv isolates worker revisions: DYN_NAMESPACE is the DGD's, a worker's
 // DYN_NAMESPACE_WORKER_SUFFIX its revision's hash (effective namespace
-// `<DYN_NAMESPACE>-<hash>`), and a frontend discovers every revision by the prefix
-// (ROLLOUT.md "Workloads"). Nothing the user sets overrides them.
+// `<DYN_NAMESPACE>-<hash>`), and a shared frontend discovers every revision by the
+// prefix (ROLLOUT.md "Workloads"). A cohort's frontend has its revision's namespace as
+// DYN_NAMESPACE and no prefix: Dynamo's frontend then filters on exactly that namespace
+// (lib/llm/src/namespace.rs, NamespaceFilter::from_namespace_and_prefix: no prefix and a
+// namespace other than "dynamo" is Exact), which is what ai-dynamo/dynamo#13824 did for
+// its cohorts. Nothing the user sets overrides them.
 func (c Component) namespaceEnv(_ *Version) []corev1.EnvVar {
 	ns := DynamoNamespace(c.DGD)
+	if c.Cohort() {
+		return envs("DYN_NAMESPACE", EffectiveNamespace(c.DGD, true, c.Hash))
+	}
 	out := envs("DYN_NAMESPACE", ns)
 	switch c.kind() {
 	case kindWorker:
@@ -286,6 +293,9 @@ func (c Component) labels(role Role, gang Gang) map[string]string {
 	l[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
 	l[LabelSelector] = SelectorValue(c.DGD.Name, c.Name, c.Hash)
 	l[LabelDynamoNamespace] = FitLabelValue(DynamoNamespace(c.DGD))
+	if c.Cohort() { // its DYN_NAMESPACE, as the label always is
+		l[LabelDynamoNamespace] = FitLabelValue(EffectiveNamespace(c.DGD, true, c.Hash))
+	}
 	if c.Spec.ComponentType != "" {
 		l[v1alpha1.LabelComponentType] = labelValue(c.Spec.ComponentType)
 	}

@@ -59,13 +59,15 @@ func (c Component) Service(name string, leadersOnly bool) *corev1.Service {
 		p = corev1.ServicePort{Name: PortNameHTTP, Port: PortHTTP, TargetPort: intstr.FromString(PortNameHTTP), Protocol: corev1.ProtocolTCP}
 	}
 	spec := corev1.ServiceSpec{Type: corev1.ServiceTypeClusterIP, Selector: selector, Ports: []corev1.ServicePort{p}}
-	if c.Hash != "" {
+	if c.Hash != "" && !c.Cohort() {
 		// A worker revision's Service is headless: its name changes with every revision,
 		// so no client can address it, and Dynamo's discovery reads only its
 		// EndpointSlices. A virtual IP would cost an address of the Service range, an
 		// IPAddress object and kube-proxy rules on every node per revision, and the
 		// API server's allocator scans every allocated address on each create (a tenth
-		// of its CPU in benchmark P3 at 500 graphs).
+		// of its CPU in benchmark P3 at 500 graphs). A cohort's frontend Service keeps
+		// its virtual IP: the traffic provider sends the cohort's share of requests to
+		// it (the proxy by that address).
 		spec.ClusterIP = corev1.ClusterIPNone
 	}
 	return &corev1.Service{

@@ -99,9 +99,15 @@ type Effect struct {
 	// applied a split with a cohort of weight above 0; a route accepted by a parent):
 	// the frontend's Service may select the proxy.
 	Serving bool
-	// Weights are the weights in effect by cohort hash, where every replica agrees
-	// (nil: unknown, or not yet agreed).
+	// Weights are the weights in effect by cohort hash, wherever the provider routes
+	// (every proxy replica reports them; every parent Gateway accepted and resolved the
+	// route's current generation), whatever t asks: a step judges from them whether its
+	// weight is in effect before it asks anything. Nil when unknown or not agreed.
 	Weights map[string]int32
+	// HeaderRoute is the header route in effect, judged as Weights (nil: none); its
+	// Hash names the cohort, Name and Value may be empty where the provider reports
+	// only the cohort.
+	HeaderRoute *HeaderRoute
 	// InFlight counts the requests in flight to each cohort (a cohort absent has
 	// none), when the provider can see them (InFlightKnown); a Gateway cannot.
 	InFlight      map[string]int64
@@ -162,3 +168,12 @@ func Sorted(cohorts []Cohort) []Cohort {
 // Key is the key of an object in Observed.Objects: "Kind/name", the kind as its Go
 // type names it (ConfigMap, Deployment, HTTPRoute...).
 func Key(kind, name string) string { return kind + "/" + name }
+
+// Comparer is implemented by a provider whose objects the API server fills in with
+// defaults (an HTTPRoute's backendRef kind and weight, its match type): Same reports
+// whether have, as cached, already is want, ignoring exactly those defaults (ok false
+// for an object it does not know). Without it the controller compares the fields it
+// renders.
+type Comparer interface {
+	Same(have, want client.Object) (same, ok bool)
+}

@@ -127,6 +127,22 @@ const (
 	EventRestartSuperseded = "RestartSuperseded"
 	// EventRestartFailed (Warning): the rollout the restart started was aborted or failed.
 	EventRestartFailed = "RestartFailed"
+	// EventTrafficShifted: the pass asked a new split of the traffic between cohorts
+	// (each changed cohort's revision and weight; status.cohorts has them all).
+	EventTrafficShifted = "TrafficShifted"
+)
+
+// Reasons of cohorts and traffic (status.rollingUpdate.reason while the workers hold).
+const (
+	// ReasonTrafficDraining: a cohort the rollout removes waits until its weight 0 is in
+	// effect and its requests in flight are done.
+	ReasonTrafficDraining = "TrafficDraining"
+	// ReasonCohortPrelude: the shared frontend is replaced by the live revision's cohort
+	// frontend before another revision starts (spec.rollout.frontends).
+	ReasonCohortPrelude = "CohortPrelude"
+	// ReasonWaitingForCapacity: a setWeight step waits until the new revision's cohort
+	// has that share of the ready capacity.
+	ReasonWaitingForCapacity = "WaitingForCapacity"
 )
 
 // ReasonDynamoOperatorActive (Ready False, Stalled True): the DGD still runs workloads

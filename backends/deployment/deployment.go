@@ -70,6 +70,10 @@ func key(d *appsv1.Deployment) (backends.Key, bool) {
 		return backends.Key{}, false
 	}
 	sel := d.Spec.Selector.MatchLabels
+	if sel[v1alpha1.LabelService] == "" {
+		// None of a service's (the traffic proxy's Deployment is the DGD's too).
+		return backends.Key{}, false
+	}
 	return backends.Key{Service: sel[v1alpha1.LabelService], Hash: sel[v1alpha1.LabelWorkerHash]}, true
 }
 
@@ -91,9 +95,11 @@ func renderDeployment(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWo
 			Template: tmpl,
 		},
 	}
-	if sw.Hash != "" {
+	if sw.Hash != "" && !sw.InPlace {
 		// The template of a worker revision never changes, so the Deployment's own rolling
 		// update never runs; Recreate keeps it from surging if someone edits it by hand.
+		// A cohort's frontend (InPlace) keeps the default RollingUpdate: a frontend-only
+		// change updates it in place, without taking its pods down first.
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
 	if err := controllerutil.SetControllerReference(dgd, d, s); err != nil {

@@ -106,7 +106,7 @@ func renderLWS(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload,
 				Size:           ptr.To(sw.Spec.NodeCount()),
 				RestartPolicy:  lwsv1.RecreateGroupOnPodRestart,
 			},
-			RolloutStrategy: rolloutStrategy(sw.Hash == ""),
+			RolloutStrategy: rolloutStrategy(sw.Hash == "" || sw.InPlace), // a cohort's frontend updates in place too
 			StartupPolicy:   lwsv1.LeaderCreatedStartupPolicy,
 			NetworkConfig:   &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
 		},

@@ -148,10 +148,21 @@ func (a *Adapter[T]) ensureOne(ctx context.Context, dgd *v1alpha1.DynamoGraphDep
 		return fmt.Errorf("getting %s %s/%s: %w", a.kind(), want.GetNamespace(), want.GetName(), err)
 	case !metav1.IsControlledBy(have, dgd):
 		return backends.NotControlled(a.kind(), have, dgd)
-	case sw.Hash != "":
+	case sw.Hash != "" && !sw.InPlace:
 		return nil // a worker revision's template never changes; Scale moves replicas
+	case sw.Hash != "":
+		// A cohort's frontend: its template in place, its replicas as they are (the
+		// planner moves them through Scale, in the pass's order of writes).
+		setReplicas(a.Kind.Replicas(want), ptr.Deref(a.Kind.Replicas(have), 1))
 	}
 	return a.updateStable(ctx, have, want)
+}
+
+// setReplicas sets the replica count a Kind's Replicas points at (nil: none to set).
+func setReplicas(p *int32, n int32) {
+	if p != nil {
+		*p = n
+	}
 }
 
 // updateStable updates a stable workload in place only when something the operator

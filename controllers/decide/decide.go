@@ -46,6 +46,7 @@ func decideAll(s *Snapshot) Decision {
 	if err != nil {
 		return failed(d, err)
 	}
+	v.form = resolveForm(v, h)
 	platform(v, d)
 	ensureStable(v, d)
 	a := resolveAbort(v, h, d)
@@ -69,10 +70,18 @@ func decideWorkers(v *view, h *history, a attempt, st stepped, d *draft) Decisio
 	}
 	h.goal = g
 	c := course{h: h, goalDGD: goalDGD, aborted: a.abort != nil, hold: st.hold}
-	m := moveWorkers(v, c, d)
+	updateCohortFronts(v, c, d)
+	m, err := moveWorkers(v, c, prelude(v, h, d), d)
+	var bad *invalidSpec
+	switch {
+	case errors.As(err, &bad):
+		return stop(v.Snapshot, d, v1alpha1.ReasonInvalidSpec, bad.msg)
+	case err != nil:
+		return failed(d, err)
+	}
 	res := result(v, c, m, d)
-	l := leaves{c: c, a: a, steps: st, res: res, after: planner.Compute(c.input(v, res))}
-	services(v, h, res, d)
+	l := leaves{c: c, a: a, steps: st, res: res, after: planner.Compute(c.input(v, res)), traffic: m.traffic, hold: m.hold}
+	services(v, h, res, m.traffic, d)
 	unsched := unschedulable(v, h, res, d)
 	if d.Needs.Any() {
 		return Decision{Needs: d.Needs}
@@ -110,6 +119,7 @@ func status(v *view, l leaves, unsched map[string]string, d *draft) *v1alpha1.Dy
 	rollingUpdate(v, l, st, d)
 	restart(v, l, st, d)
 	conditions(v, l, st, d)
+	st.Cohorts, st.Traffic = cohortStatuses(v, l.traffic, d)
 	return st
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/test/harness"
+	"github.com/dgd-rollout/operator/traffic"
 )
 
 // deployment is the Deployment backend's description (backends/deployment).
@@ -61,6 +62,11 @@ type world struct {
 	// templates are the analysis templates of the DGD's namespace and the cluster
 	// (newWorld: tableTemplates).
 	templates decide.Templates
+	// agent plays the traffic proxy's agents after every pass (agentApplies), with the
+	// requests in flight per cohort inflight; ips counts the cluster IPs given out.
+	agent    bool
+	inflight map[string]int64
+	ips      int
 }
 
 func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
@@ -114,6 +120,11 @@ func (w *world) snapshot() *decide.Snapshot {
 		// A copy: writes point into the snapshot's objects, which apply must not move.
 		Objects:           decide.Objects{Services: slices.Clone(w.objects.Services), Ingresses: slices.Clone(w.objects.Ingresses), Named: maps.Clone(w.objects.Named)},
 		AnalysisTemplates: w.templates,
+		Providers:         map[string]traffic.Provider{v1alpha1.TrafficProxy: fakeProxy{}},
+		Traffic:           map[string]traffic.Observed{},
+	}
+	for _, fe := range []string{"Frontend"} {
+		s.Traffic[fe] = traffic.Observed{Objects: maps.Clone(w.objects.Named)}
 	}
 	for _, name := range sortedStrings(w.workloads) {
 		s.Workloads = append(s.Workloads, *w.workloads[name])
@@ -142,8 +153,23 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 			}
 		case decide.CreateObject:
 			if svc, ok := wr.Object.(*corev1.Service); ok {
-				w.objects.Services = append(w.objects.Services, *svc.DeepCopy())
+				svc = svc.DeepCopy()
+				if svc.Spec.ClusterIP == "" { // the API server gives a virtual IP to all but headless Services
+					w.ips++
+					svc.Spec.ClusterIP = fmt.Sprintf("10.96.0.%d", w.ips)
+				}
+				w.objects.Services = append(w.objects.Services, *svc)
 			} else {
+				w.objects.Named[wr.Kind+"/"+wr.Object.GetName()] = wr.Object.DeepCopyObject().(client.Object)
+			}
+		case decide.UpdateObject:
+			if svc, ok := wr.Object.(*corev1.Service); ok {
+				for i := range w.objects.Services {
+					if w.objects.Services[i].Name == svc.Name {
+						w.objects.Services[i] = *svc.DeepCopy()
+					}
+				}
+			} else if _, ok := w.objects.Named[wr.Kind+"/"+wr.Object.GetName()]; ok {
 				w.objects.Named[wr.Kind+"/"+wr.Object.GetName()] = wr.Object.DeepCopyObject().(client.Object)
 			}
 		case decide.DeleteObject:
@@ -165,6 +191,9 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 		if ready {
 			wl.Ready, wl.Updated, wl.Current, wl.Pods = wl.Replicas, wl.Replicas, wl.Replicas, wl.Replicas
 		}
+	}
+	if w.agent {
+		w.agentApplies()
 	}
 	rep := d.Conclude(decide.Outcome{})
 	if rep.Status != nil {
@@ -213,7 +242,7 @@ func (w *world) changeRevision(wr decide.Write) {
 // isStableEnsure reports whether a line of a pass says only that the stable services
 // were ensured.
 func isStableEnsure(l string) bool {
-	return strings.HasPrefix(l, "Ensure ") && strings.Contains(l, " stable[")
+	return strings.HasPrefix(l, "Ensure ") && (strings.Contains(l, " stable[") || strings.HasSuffix(l, " in place]"))
 }
 
 // pass decides one pass (decideFor).

@@ -212,6 +212,10 @@ func (w Write) String() string {
 	case Ensure:
 		var parts []string
 		for _, sw := range w.Pool.Services {
+			if sw.InPlace {
+				parts = append(parts, fmt.Sprintf("%s=%d in place", sw.Service, sw.Replicas))
+				continue
+			}
 			parts = append(parts, fmt.Sprintf("%s=%d", sw.Service, sw.Replicas))
 		}
 		return fmt.Sprintf("%s %s %s[%s]", w.Op, w.Backend, poolName(w.Pool), strings.Join(parts, " "))

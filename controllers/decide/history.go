@@ -75,6 +75,17 @@ func (h *history) goalHash() string {
 	return h.goal.WorkerHash
 }
 
+// before is the newest revision numbered below n, or nil.
+func (h *history) before(n int64) *appsv1.ControllerRevision {
+	var out *appsv1.ControllerRevision
+	for _, rev := range h.plan.Revisions {
+		if rev.Revision < n && (out == nil || rev.Revision > out.Revision) {
+			out = rev
+		}
+	}
+	return out
+}
+
 // byName is the revision of that name, or nil.
 func (h *history) byName(name string) *appsv1.ControllerRevision {
 	for _, rev := range h.plan.Revisions {

@@ -29,8 +29,8 @@ func (c course) input(v *view, workloads []Workload) planner.Input {
 	}
 	in.Spec.Services = c.services(v, ro, workloads)
 	for _, w := range workloads {
-		if w.Hash == "" {
-			continue
+		if !v.rolled(w.Workload) || v.form.isFrontend(w.Service) {
+			continue // a cohort's frontend follows the workers (followers)
 		}
 		in.Workloads = append(in.Workloads, planner.Workload{
 			Service:  w.Service,
@@ -61,7 +61,7 @@ func (c course) services(v *view, ro v1alpha1.RolloutSpec, workloads []Workload)
 		seen[name] = true
 	}
 	for _, w := range workloads {
-		if w.Hash == "" || seen[w.Service] {
+		if !v.rolled(w.Workload) || v.form.isFrontend(w.Service) || seen[w.Service] {
 			continue
 		}
 		seen[w.Service] = true
@@ -70,6 +70,38 @@ func (c course) services(v *view, ro v1alpha1.RolloutSpec, workloads []Workload)
 			MaxSurge: *toIntOrPercent(ro.MaxSurge), MaxUnavailable: *toIntOrPercent(ro.MaxUnavailable),
 			UnreadyFirst: v.backendOfWorkload(w).RemovesUnreadyFirst,
 		})
+	}
+	return out
+}
+
+// roleFrontend orders a cohort's frontend among the roles of a pool's writes (byRole).
+const roleFrontend = "frontend"
+
+// followers are, in cohort form, the frontend services as the planner's followers
+// (planner.Follow): each cohort's frontends follow its workers, under the frontend's
+// budgets (spec.rollout's, or its annotations).
+func (c course) followers(v *view, workloads []Workload) []planner.Follower {
+	if !v.form.cohorts {
+		return nil
+	}
+	ro := v.dgd.RolloutOrDefault()
+	var out []planner.Follower
+	for _, name := range v.form.frontends {
+		svc := c.goalDGD.Spec.Services[name]
+		if svc == nil {
+			continue
+		}
+		f := planner.Follower{Spec: planner.ServiceSpec{Name: name, Role: roleFrontend, Replicas: svc.DesiredReplicas(),
+			MaxSurge:       *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxSurge, ro.MaxSurge)),
+			MaxUnavailable: *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxUnavailable, ro.MaxUnavailable)),
+			UnreadyFirst:   v.backendOf[name].RemovesUnreadyFirst}}
+		for _, w := range workloads {
+			if w.Service == name && w.Hash != "" {
+				f.Workloads = append(f.Workloads, planner.Workload{Service: name, Revision: c.h.number(w.Hash), Spec: w.Replicas,
+					Current: max(w.Current, w.Pods), Ready: min(w.Ready, w.Replicas)})
+			}
+		}
+		out = append(out, f)
 	}
 	return out
 }

@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"maps"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -36,6 +38,10 @@ func kindOf(o client.Object) string {
 		return "ConfigMap"
 	case *corev1.Secret:
 		return "Secret"
+	case *appsv1.Deployment:
+		return "Deployment"
+	case *gatewayv1.HTTPRoute:
+		return "HTTPRoute"
 	}
 	return fmt.Sprintf("%T", o)
 }
@@ -135,6 +141,18 @@ func copyInto(have, want client.Object) {
 		h.Subjects = want.(*rbacv1.RoleBinding).Subjects
 	case *corev1.ConfigMap:
 		h.Data = want.(*corev1.ConfigMap).Data
+	case *appsv1.Deployment:
+		// The whole spec: the cached copy lacks the pod spec (app.CacheOptions), and the
+		// update writes the object whole under the cached resourceVersion.
+		h.Spec = want.(*appsv1.Deployment).Spec
+		ann := h.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		maps.Copy(ann, want.GetAnnotations())
+		h.SetAnnotations(ann)
+	case *gatewayv1.HTTPRoute:
+		h.Spec = want.(*gatewayv1.HTTPRoute).Spec
 	}
 }
 
@@ -170,4 +188,46 @@ func sameBinding(have, want client.Object) bool {
 
 func sameConfigMap(have, want client.Object) bool {
 	return sameLabels(have, want) && maps.Equal(have.(*corev1.ConfigMap).Data, want.(*corev1.ConfigMap).Data)
+}
+
+// sameDeployment compares a Deployment the cache holds without its pod spec: by the
+// template hash the pass stamped on what it renders (stampTemplate), its replicas and
+// labels.
+func sameDeployment(have, want client.Object) bool {
+	h, w := have.(*appsv1.Deployment), want.(*appsv1.Deployment)
+	return sameLabels(have, want) && h.Annotations[backends.AnnotationTemplateHash] == w.Annotations[backends.AnnotationTemplateHash] &&
+		equality.Semantic.DeepEqual(h.Spec.Replicas, w.Spec.Replicas)
+}
+
+// stampTemplate puts on a rendered Deployment the hash of its spec, which
+// sameDeployment compares (the cached copy has no pod spec to compare).
+func stampTemplate(o client.Object) {
+	d, ok := o.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[backends.AnnotationTemplateHash] = backends.TemplateHash(corev1.PodTemplateSpec{
+		ObjectMeta: d.Spec.Template.ObjectMeta, Spec: d.Spec.Template.Spec})
+}
+
+// sameObject compares what the pass renders of a traffic provider's object with what
+// the cache holds, by kind; an HTTPRoute by the provider's Comparer when it has one.
+func sameObject(have, want client.Object) bool {
+	switch want.(type) {
+	case *corev1.ConfigMap:
+		return sameConfigMap(have, want)
+	case *rbacv1.Role:
+		return sameRole(have, want)
+	case *rbacv1.RoleBinding:
+		return sameBinding(have, want)
+	case *appsv1.Deployment:
+		return sameDeployment(have, want)
+	case *gatewayv1.HTTPRoute:
+		h, w := have.(*gatewayv1.HTTPRoute), want.(*gatewayv1.HTTPRoute)
+		return sameLabels(have, want) && equality.Semantic.DeepEqual(h.Spec, w.Spec)
+	}
+	return sameLabels(have, want)
 }

@@ -120,6 +120,10 @@ func stepKind(v *view, hold *steps.Output) (v1alpha1.StepKind, *metav1.Time) {
 		return v1alpha1.StepPause, nil
 	case s.Analysis != nil:
 		return v1alpha1.StepAnalysis, nil
+	case s.SetWeight != nil:
+		return v1alpha1.StepSetWeight, nil
+	case s.SetHeaderRoute != nil:
+		return v1alpha1.StepSetHeaderRoute, nil
 	}
 	return v1alpha1.StepPartition, nil
 }
@@ -148,6 +152,12 @@ func analysisHold(l leaves) string {
 // why.
 func phaseOf(v *view, l leaves) (v1alpha1.RolloutPhase, string, string) {
 	phase, reason, msg := plannedPhase(l)
+	if l.hold != nil && phase != v1alpha1.RolloutAborted {
+		phase, reason, msg = v1alpha1.RolloutInProgress, l.hold.reason, l.hold.why
+	}
+	if w := l.traffic.waiting; w != "" && phase != v1alpha1.RolloutAborted && phase != v1alpha1.RolloutCompleted {
+		reason, msg = v1alpha1.ReasonWaitingForCapacity, w+": "+msg
+	}
 	if h := l.steps.hold; h != nil && h.Message != "" && phase != v1alpha1.RolloutCompleted && phase != v1alpha1.RolloutAborted {
 		msg = h.Message + ": " + msg
 		if r := analysisHold(l); r != "" && phase == v1alpha1.RolloutPaused {

@@ -16,13 +16,88 @@ import (
 // every decrease first, then every increase (creating missing workloads of the goal
 // revision), so that surge and availability hold between the individual writes too;
 // then the deletion of old revisions whose pools are drained.
-func moveWorkers(v *view, c course, d *draft) moves {
-	m := moves{plan: planner.Compute(c.input(v, v.workers()))}
+//
+// In cohort form the split of the traffic is decided first, from the state the plan
+// leaves, and written before any worker write; a cohort the plan drains while it still
+// takes traffic holds every worker write (traffic.go). The prelude of cohorts
+// (prelude) holds them too.
+func moveWorkers(v *view, c course, prelude string, d *draft) (moves, error) {
+	in := c.input(v, v.workers())
+	followers := c.followers(v, v.workers())
+	m := moves{plan: planner.Follow(in, planner.Compute(in), followers)}
+	if prelude != "" {
+		m.hold = &held{reason: v1alpha1.ReasonCohortPrelude, why: prelude}
+		m.plan = holdPlan(in, followers, prelude)
+	}
+	tp, err := decideTraffic(v, c, m.plan)
+	if err != nil {
+		return m, err
+	}
+	m.traffic = tp
+	if err := writeTraffic(v, tp, d); err != nil {
+		return m, err
+	}
+	d.requeueIn(tp.requeue)
+	if m.hold == nil && tp.hold != "" {
+		m.hold = &held{reason: v1alpha1.ReasonTrafficDraining, why: tp.hold}
+		m.plan = holdPlan(in, followers, tp.hold)
+	}
 	d.Targets = m.plan.Targets
 	decreases(v, c, m.plan, d)
 	m.created = increases(v, c, m.plan, d)
 	cleanup(v, c, m.plan, d)
-	return m
+	return m, nil
+}
+
+// holdPlan is the plan that moves nothing: every (service, revision) of the input at
+// the replicas set on it, the update revision's missing ones at 0.
+func holdPlan(in planner.Input, followers []planner.Follower, why string) planner.Plan {
+	n := map[planner.Target]int32{}
+	for _, w := range in.Workloads {
+		n[planner.Target{Service: w.Service, Revision: w.Revision}] += w.Spec
+	}
+	for _, f := range followers {
+		for _, w := range f.Workloads {
+			n[planner.Target{Service: w.Service, Revision: w.Revision}] += w.Spec
+		}
+	}
+	for _, s := range in.Spec.Services {
+		k := planner.Target{Service: s.Name, Revision: in.UpdateRevision}
+		n[k] += 0
+	}
+	p := planner.Plan{Phase: planner.PhaseWaiting, Reason: why}
+	for k, r := range n {
+		k.Replicas = r
+		p.Targets = append(p.Targets, k)
+	}
+	sort.Slice(p.Targets, func(i, j int) bool {
+		a, b := p.Targets[i], p.Targets[j]
+		return a.Service < b.Service || a.Service == b.Service && a.Revision < b.Revision
+	})
+	return p
+}
+
+// updateCohortFronts decides, in cohort form, the in-place update of the goal
+// revision's cohort frontends to the goal's frontend templates (a frontend-only
+// change): an Ensure that writes only when the template differs, replicas as they are.
+func updateCohortFronts(v *view, c course, d *draft) {
+	if !v.form.cohorts {
+		return
+	}
+	goal := c.h.goalHash()
+	for _, name := range v.form.frontends {
+		spec := c.goalDGD.Spec.Services[name]
+		if spec == nil {
+			continue
+		}
+		for _, w := range v.Workloads {
+			if w.Service != name || w.Hash != goal || w.Terminating || v.backend(w.Backend).HoldsPools {
+				continue // a revision held in one object changes no clique in place
+			}
+			d.write(Write{Op: Ensure, Backend: w.Backend, From: c.goalDGD, Pool: backends.Pool{Hash: goal,
+				Services: []backends.ServiceWorkload{{Key: w.Key, Spec: spec, Replicas: w.Replicas, InPlace: true}}}})
+		}
+	}
 }
 
 // target is the planned replica count of a workload, or def when the plan has none.
@@ -88,7 +163,11 @@ func byRole(goalDGD *v1alpha1.DynamoGraphDeployment, ws []Workload, grow bool) [
 		if svc := goalDGD.Spec.Services[service]; svc != nil {
 			role = svc.Role()
 		}
-		r := map[string]int{v1alpha1.ComponentTypeDecode: 0, v1alpha1.ComponentTypeWorker: 1, v1alpha1.ComponentTypePrefill: 2}[role]
+		if svc := goalDGD.Spec.Services[service]; svc != nil && svc.ComponentType == v1alpha1.ComponentTypeFrontend {
+			role = roleFrontend
+		}
+		// A cohort's frontend comes first on the way up and goes last on the way down.
+		r := map[string]int{roleFrontend: -1, v1alpha1.ComponentTypeDecode: 0, v1alpha1.ComponentTypeWorker: 1, v1alpha1.ComponentTypePrefill: 2}[role]
 		if !grow {
 			r = -r
 		}
@@ -225,7 +304,7 @@ func increases(v *view, c course, plan planner.Plan, d *draft) []Workload {
 func missingPools(v *view, c course, plan planner.Plan, existing map[backends.Key]Workload) (map[string]*backends.Pool, []string) {
 	pools := map[string]*backends.Pool{}
 	var order []string
-	for _, name := range workerNamesByRole(c.goalDGD) {
+	for _, name := range rolledByRole(v, c) {
 		key := backends.Key{Service: name, Hash: c.h.goalHash()}
 		b := v.backendOf[name]
 		t := target(c.h, plan, key, 0)
@@ -239,8 +318,9 @@ func missingPools(v *view, c course, plan planner.Plan, existing map[backends.Ke
 			pools[b.Kind] = &backends.Pool{Hash: key.Hash}
 			order = append(order, b.Kind)
 		}
+		svc := c.goalDGD.Spec.Services[name]
 		pools[b.Kind].Services = append(pools[b.Kind].Services, backends.ServiceWorkload{
-			Key: key, Spec: c.goalDGD.Spec.Services[name], Replicas: t})
+			Key: key, Spec: svc, Replicas: t, InPlace: !svc.IsWorker()})
 	}
 	return pools, order
 }
@@ -265,15 +345,16 @@ func mayCreate(b backends.Description, pool backends.Pool, existing map[backends
 	return grows
 }
 
-// workerNamesByRole lists the worker services decode first, prefill last: the order in
-// which a new revision's workloads are created (see byRole).
-func workerNamesByRole(goalDGD *v1alpha1.DynamoGraphDeployment) []string {
+// rolledByRole lists the services the planner moves (rolledServices) a cohort's
+// frontends first, then decode, prefill last: the order in which a new revision's
+// workloads are created (see byRole).
+func rolledByRole(v *view, c course) []string {
 	var ws []Workload
-	for _, name := range goalDGD.WorkerServiceNames() {
+	for _, name := range c.rolledServices(v) {
 		ws = append(ws, Workload{Workload: backends.Workload{Key: backends.Key{Service: name}}})
 	}
 	var out []string
-	for _, w := range byRole(goalDGD, ws, true) {
+	for _, w := range byRole(c.goalDGD, ws, true) {
 		out = append(out, w.Service)
 	}
 	return out

@@ -23,7 +23,7 @@ import (
 // LeaderWorkerSet's) only once the new one publishes as many ready endpoints. Two
 // wanted objects of one name (a service named like another's generated name) are a
 // name conflict, never one silently replacing the other.
-func services(v *view, h *history, res []Workload, d *draft) {
+func services(v *view, h *history, res []Workload, tp trafficPlan, d *draft) {
 	want := map[string]client.Object{}
 	add := func(o client.Object) {
 		key := kindOf(o) + "/" + o.GetName()
@@ -34,7 +34,8 @@ func services(v *view, h *history, res []Workload, d *draft) {
 		}
 		want[key] = o
 	}
-	stableObjects(v, add)
+	stableObjects(v, tp, add)
+	cohortServices(v, h, res, add)
 	legacy := discoveryServices(v, h, res, add)
 	have := map[string]client.Object{}
 	for i := range v.Objects.Services {
@@ -69,8 +70,12 @@ func services(v *view, h *history, res []Workload, d *draft) {
 	releaseDynamo(v, d, wanted)
 }
 
-// stableObjects adds the Service and Ingress of every stable service.
-func stableObjects(v *view, add func(client.Object)) {
+// stableObjects adds the Service and Ingress of every stable service. A frontend's
+// Service `{dgd}-{frontend}` is the stable entry point in either form: it selects the
+// traffic provider's entry once the provider serves the cohorts' split (the proxy's
+// pods), and the frontend's pods otherwise (in cohort form every cohort's, each of which
+// discovers only its own workers).
+func stableObjects(v *view, tp trafficPlan, add func(client.Object)) {
 	for _, name := range v.dgd.ServiceNames() {
 		svc := v.dgd.Spec.Services[name]
 		if svc.IsWorker() {
@@ -79,11 +84,32 @@ func stableObjects(v *view, add func(client.Object)) {
 		c := render.Component{DGD: v.dgd, Name: name, Spec: svc, Config: v.Platform}
 		sname := render.ServiceName(v.dgd.Name, name, "", backends.WorkloadName)
 		if c.WantsService() {
-			add(c.Service(sname, false))
+			s := c.Service(sname, false)
+			if sel := tp.entrySelector(name); sel != nil {
+				s.Spec.Selector = sel
+			}
+			add(s)
 		}
 		if ing := c.Ingress(sname, sname); ing != nil {
 			add(ing)
 		}
+	}
+}
+
+// cohortServices adds the Service of every cohort's frontend with workloads in res
+// (backends.CohortServiceName): a ClusterIP on the frontend's port, selecting that
+// cohort's frontend pods, which the traffic provider sends the cohort's share to.
+func cohortServices(v *view, h *history, res []Workload, add func(client.Object)) {
+	for _, w := range res {
+		if w.Hash == "" || w.Terminating || !v.form.isFrontend(w.Service) {
+			continue
+		}
+		spec := h.templateOf(v.dgd, w.Service, w.Hash)
+		if spec == nil {
+			continue
+		}
+		c := render.Component{DGD: v.dgd, Name: w.Service, Spec: spec, Hash: w.Hash, Config: v.Platform}
+		add(c.Service(backends.CohortServiceName(v.dgd.Name, w.Service, w.Hash), false))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/traffic"
 )
 
 // Snapshot is everything one pass knows about one DGD, read before anything is decided
@@ -68,6 +69,14 @@ type Snapshot struct {
 	// (dynamo.go); nil when nothing. Its worker workloads are in Workloads (backend
 	// DynamoBackend).
 	Dynamo *Dynamo
+	// Providers are the traffic providers this operator runs, by traffic.Provider.Kind
+	// (the Gateway API's only where its CRDs are served); TrafficConfig is their
+	// configuration (the operator's flags).
+	Providers     map[string]traffic.Provider
+	TrafficConfig traffic.Config
+	// Traffic is what observe read of every provider's objects, by frontend service
+	// (TrafficLookups): the objects it renders and looks up, and its pods.
+	Traffic map[string]traffic.Observed
 }
 
 // Workload is one of the DGD's workloads as the pass observed it.

@@ -17,8 +17,8 @@ func ensureStable(v *view, d *draft) {
 	var order []string
 	for _, name := range v.dgd.ServiceNames() {
 		svc := v.dgd.Spec.Services[name]
-		if svc.IsWorker() {
-			continue
+		if svc.IsWorker() || (v.form.cohorts && v.form.isFrontend(name)) {
+			continue // in cohort form a frontend runs per revision (cohorts.go)
 		}
 		b := v.backendOf[name].Kind
 		key := backends.Key{Service: name}
@@ -40,6 +40,26 @@ func ensureStable(v *view, d *draft) {
 		d.write(Write{Op: Ensure, Backend: b, Pool: *pools[b], From: v.dgd, Say: says[b], Progress: true})
 	}
 	retireStable(v, d)
+	retireCohortFronts(v, d)
+}
+
+// retireCohortFronts deletes, in shared form (the postlude of cohorts), the cohorts'
+// frontends once the shared frontend of their service has the availability a stable
+// replacement needs (replacedBy) and the service's Service selects frontend pods again
+// (as cached): no client is sent to the traffic provider that routes to them any more.
+func retireCohortFronts(v *view, d *draft) {
+	if v.form.cohorts {
+		return
+	}
+	for _, w := range v.cohortFrontends() {
+		svc := v.dgd.Spec.Services[w.Service]
+		if w.Terminating || svc == nil || !entryDirect(v, w.Service) {
+			continue
+		}
+		if ok, why := replacedBy(v, w.Service, svc.DesiredReplicas()); ok {
+			deleteWorkload(v, d, w, why+"; the shared frontend serves again")
+		}
+	}
 }
 
 // retireStable deletes stable workloads whose service is gone (or is a worker now, or
@@ -81,6 +101,8 @@ func stableMayGo(v *view, w Workload) (bool, string) {
 		return true, fmt.Sprintf("service %s is a worker now", w.Service)
 	case v.backendOf[w.Service].Kind != w.Backend:
 		return true, fmt.Sprintf("service %s moved to %s", w.Service, v.backendOf[w.Service].Kind)
+	case v.form.cohorts && v.form.isFrontend(w.Service):
+		return cohortReplaces(v, w.Service, svc.DesiredReplicas())
 	case !w.Outdated:
 		return false, ""
 	}

@@ -44,15 +44,25 @@ type course struct {
 type moves struct {
 	plan    planner.Plan
 	created []Workload
+	// traffic is the split of the traffic between cohorts the pass asks for; hold,
+	// when set, why the workers held (hold.why): the prelude of cohorts, or a cohort
+	// draining.
+	traffic trafficPlan
+	hold    *held
 }
+
+// held is why a pass moved no worker: its reason and message.
+type held struct{ reason, why string }
 
 // leaves is what the pass leaves, as the status reports it: the workloads (res), the
 // planner's view of them (after: the phase the status reports), the course and the
 // steps.
 type leaves struct {
-	c     course
-	a     attempt
-	steps stepped
-	res   []Workload
-	after planner.Plan
+	c       course
+	a       attempt
+	steps   stepped
+	res     []Workload
+	after   planner.Plan
+	traffic trafficPlan
+	hold    *held
 }

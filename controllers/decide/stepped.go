@@ -34,7 +34,7 @@ func runSteps(v *view, h *history, a *attempt, d *draft) (stepped, error) {
 	if len(ro.Steps) == 0 || a.abort != nil {
 		return stepped{}, nil
 	}
-	list, err := stepsOf(ro.Steps, v.dgd.Namespace, v.AnalysisTemplates, v.dgd.WorkerServiceNames())
+	list, err := stepsOf(ro.Steps, v.dgd.Namespace, v.AnalysisTemplates, v.dgd.WorkerServiceNames(), workerReplicas(v.dgd))
 	if err != nil {
 		return stepped{}, err
 	}
@@ -91,9 +91,63 @@ func stepsInput(v *view, h *history, a attempt, list []steps.Step, d *draft) (st
 			return planner.Compute(in).Phase
 		},
 	}
+	if v.form.cohorts {
+		in.InEffect = func(weight *int32, header *steps.Header) bool { return trafficInEffect(v, h, weight, header) }
+	}
 	book := newAnalysisBook(recorded)
 	in.Tallies = book.tallies(state)
 	return in, book
+}
+
+// trafficInEffect reports whether the update revision's cohort has weight (or the
+// header route) in effect for every frontend service, as its provider's objects show
+// now (traffic.Effect's Weights and HeaderRoute, judged whatever split is asked), so
+// that a setWeight or setHeaderRoute step ends once clients are routed so.
+func trafficInEffect(v *view, h *history, weight *int32, header *steps.Header) bool {
+	provider, _ := providerFor(v)
+	if provider == nil {
+		return false
+	}
+	for _, fe := range v.form.frontends {
+		obs := v.Traffic[fe]
+		obs.Now = v.Now
+		e := provider.Effect(TrafficBase(v.dgd, fe, v.TrafficConfig), obs)
+		if weight != nil && (e.Weights == nil || e.Weights[h.update.WorkerHash] != *weight) {
+			return false
+		}
+		if hr := e.HeaderRoute; header != nil && (hr == nil || hr.Hash != h.update.WorkerHash) {
+			return false
+		}
+	}
+	return true
+}
+
+// workerReplicas are the desired replicas of dgd's worker services.
+func workerReplicas(dgd *v1alpha1.DynamoGraphDeployment) map[string]int32 {
+	out := map[string]int32{}
+	for _, name := range dgd.WorkerServiceNames() {
+		out[name] = dgd.Spec.Services[name].DesiredReplicas()
+	}
+	return out
+}
+
+// weightPartition is the partition a setWeight step of n percent holds: the largest
+// percentage p that leaves at least ⌈R_s·n/100⌉ replicas of every worker service s on
+// the new revision, so that its cohort's share of every service reaches n. The planner
+// keeps round(R_s·p/100) on the old revision (PartitionCounts); p is chosen so that
+// R_s·p/100 <= ⌊R_s·(100-n)/100⌋ for every s, hence the rounding never keeps more.
+// Worked example: prefill 4, decode 2, setWeight 30: ⌊4·0.7⌋ = 2 (50%), ⌊2·0.7⌋ = 1
+// (50%): p = 50%, the new pool holds 2 prefill and 1 decode, 50% of each >= 30%.
+func weightPartition(n int32, replicas map[string]int32) *planner.IntOrPercent {
+	p := 100 - n
+	for _, r := range replicas {
+		if r <= 0 {
+			continue
+		}
+		keep := r * (100 - n) / 100
+		p = min(p, keep*100/r)
+	}
+	return &planner.IntOrPercent{Value: p, Percent: true}
 }
 
 // runMachine runs the step machine until no measurement is due or none of those due
@@ -249,16 +303,19 @@ func (e *invalidSpec) Error() string { return e.msg }
 // step partition, a partition that rises, a condition that is not CEL over result
 // yielding a bool, a query that is not a template over the analysis variables, what
 // the analysis templates a step references lack (AnalysisMetrics).
-func stepsOf(spec []v1alpha1.RolloutStep, namespace string, templates Templates, workers []string) ([]steps.Step, error) {
+func stepsOf(spec []v1alpha1.RolloutStep, namespace string, templates Templates, workers []string, replicas map[string]int32) ([]steps.Step, error) {
 	list := make([]steps.Step, len(spec))
 	for i, s := range spec {
-		st, err := stepOf(i, s, namespace, templates, workers)
+		st, err := stepOf(i, s, namespace, templates, workers, replicas)
 		if err != nil {
 			return nil, err
 		}
 		list[i] = st
 	}
-	if i, prev := steps.Raises(list); i >= 0 {
+	if i, prev := steps.Raises(list); i >= 0 && spec[i].SetWeight != nil {
+		return nil, &invalidSpec{msg: fmt.Sprintf("spec.rollout.steps[%d].setWeight: %d%% leaves more of the workers on the old revision than an earlier step (partition %s): a canary only moves forward",
+			i, *spec[i].SetWeight, showPartition(prev))}
+	} else if i >= 0 {
 		return nil, &invalidSpec{msg: fmt.Sprintf("spec.rollout.steps[%d].partition: %s raises the partition of an earlier step (%s): a canary only moves forward",
 			i, spec[i].Partition.String(), showPartition(prev))}
 	}
@@ -266,8 +323,12 @@ func stepsOf(spec []v1alpha1.RolloutStep, namespace string, templates Templates,
 }
 
 // stepOf converts step i.
-func stepOf(i int, s v1alpha1.RolloutStep, namespace string, templates Templates, workers []string) (steps.Step, error) {
+func stepOf(i int, s v1alpha1.RolloutStep, namespace string, templates Templates, workers []string, replicas map[string]int32) (steps.Step, error) {
 	switch {
+	case s.SetWeight != nil:
+		return steps.Step{Partition: weightPartition(*s.SetWeight, replicas), Weight: ptr.To(*s.SetWeight)}, nil
+	case s.SetHeaderRoute != nil:
+		return steps.Step{Header: &steps.Header{Name: s.SetHeaderRoute.Name, Value: s.SetHeaderRoute.Value}}, nil
 	case s.Partition != nil && !validPartition(*s.Partition):
 		return steps.Step{}, &invalidSpec{msg: fmt.Sprintf("spec.rollout.steps[%d].partition: %q must be a non-negative integer or a percentage from 0%% to 100%%", i, s.Partition.String())}
 	case s.Partition != nil:

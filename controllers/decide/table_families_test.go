@@ -51,6 +51,7 @@ func init() {
 		{"dynamo", dynamoCases},
 		{"dynamo-disaggregatedset", dynamoDisaggregatedSetCases},
 		{"restart", restartCases},
+		{"cohorts", cohortCases},
 	}
 }
 

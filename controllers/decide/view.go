@@ -18,6 +18,9 @@ type view struct {
 	dgd       *v1alpha1.DynamoGraphDeployment
 	backendOf map[string]backends.Description // service -> the backend that runs it
 	needs     *Needs
+	// form is how the frontends serve the worker revisions (cohorts.go), resolved once
+	// the history is known.
+	form form
 }
 
 // validBudget matches a maxSurge / maxUnavailable annotation value: "2" or "25%".
@@ -125,11 +128,12 @@ func (v *view) name(kind string, key backends.Key) string {
 	return ""
 }
 
-// workers are the observed worker workloads (every revision).
+// workers are the observed workloads the planner moves (every revision): the worker
+// services', and in cohort form the cohorts' frontends (rolled).
 func (v *view) workers() []Workload {
 	var out []Workload
 	for _, w := range v.Workloads {
-		if w.Hash != "" {
+		if v.rolled(w.Workload) {
 			out = append(out, w)
 		}
 	}

@@ -21,20 +21,32 @@ import (
 	"github.com/dgd-rollout/operator/controllers/planner"
 )
 
-// Step is one step: a partition to reach and hold, a pause, or an analysis.
+// Step is one step: a partition to reach and hold, a pause, an analysis, a weight (a
+// partition with a share of the traffic) or a header route.
 type Step struct {
 	// Partition is the split a partition step moves to; nil for a pause or an analysis.
+	// A setWeight step has the partition that gives the new revision that share of
+	// every worker service (the caller computes it).
 	Partition *planner.IntOrPercent
 	// Pause marks a pause step; Duration is its length, nil until promoted.
 	Pause    bool
 	Duration *time.Duration
 	// Analysis, non-empty, makes an analysis step of these metrics.
 	Analysis []analysis.Metric
+	// Weight, set, makes a setWeight step: the percent of the traffic the new
+	// revision's cohort takes from this step on (with Partition).
+	Weight *int32
+	// Header, set, makes a setHeaderRoute step: from it on, requests with the header go
+	// to the new revision's cohort. It holds the split the earlier steps reached.
+	Header *Header
 }
 
-// holds reports whether the step holds the split the earlier steps reached (a pause
-// or an analysis) rather than moving to a partition.
-func (s Step) holds() bool { return s.Pause || len(s.Analysis) > 0 }
+// Header is a setHeaderRoute step's header and value.
+type Header struct{ Name, Value string }
+
+// holds reports whether the step holds the split the earlier steps reached (a pause,
+// an analysis or a header route) rather than moving to a partition.
+func (s Step) holds() bool { return s.Pause || len(s.Analysis) > 0 || s.Header != nil }
 
 // State is where a rollout is in its steps: the step index (len(steps) once done) and
 // when that step started.
@@ -65,6 +77,11 @@ type Input struct {
 	// Tallies are the measurements recorded, by metric name, of the analysis step at
 	// State.Index (a step reached later in this run starts with none).
 	Tallies map[string]analysis.Tally
+	// InEffect reports whether a weight (a setWeight step's) or a header route (a
+	// setHeaderRoute step's) is in effect for the new revision's cohort; nil when the
+	// DGD has no cohorts: a setWeight step then ends on its partition alone, a header
+	// route at once.
+	InEffect func(weight *int32, header *Header) bool
 }
 
 // Output is the hold for this pass.
@@ -87,6 +104,11 @@ type Output struct {
 	// Abort, when set, says why the rollout must be aborted: a metric of the holding
 	// analysis step failed.
 	Abort string
+	// Weight and Header are the traffic the hold asks for the new revision's cohort:
+	// those of the last setWeight and setHeaderRoute steps at or before the step held
+	// (nil: none, the weights follow the capacity); both nil once the steps are done.
+	Weight *int32
+	Header *Header
 }
 
 // Judged is an analysis step as judged in one run.
@@ -131,11 +153,28 @@ func Run(in Input) Output {
 	}
 	for r.st.Index < len(in.Steps) {
 		if r.holdsAt() {
+			r.out.Weight, r.out.Header = TrafficAt(in.Steps, r.st.Index)
 			return r.out
 		}
 	}
 	r.out.State = r.st
 	return r.out
+}
+
+// TrafficAt is the weight and the header route held at step i: those of the last
+// setWeight and setHeaderRoute steps at or before i (nil when none).
+func TrafficAt(steps []Step, i int) (*int32, *Header) {
+	var w *int32
+	var h *Header
+	for j := 0; j <= i && j < len(steps); j++ {
+		if steps[j].Weight != nil {
+			w = steps[j].Weight
+		}
+		if steps[j].Header != nil {
+			h = steps[j].Header
+		}
+	}
+	return w, h
 }
 
 // run is one run of the machine: where it is in the steps, and its output so far.
@@ -171,17 +210,42 @@ func (r *run) holdsAt() bool {
 		return false
 	case len(s.Analysis) > 0:
 		return r.analysisHolds(s, part)
-	case !s.Pause:
-		switch r.in.Phase(part, false) {
-		case planner.PhasePartitioned, planner.PhaseCompleted:
-			r.end("reached partition " + show(part))
+	case s.Header != nil:
+		if r.in.InEffect == nil || r.in.InEffect(nil, s.Header) {
+			r.end(fmt.Sprintf("routed header %s to the new revision", s.Header.Name))
 			return false
 		}
 		r.out.State, r.out.Partition = r.st, part
-		r.out.Message = r.where() + ": moving to partition " + show(part)
+		r.out.Message = fmt.Sprintf("%s: routing header %s to the new revision", r.where(), s.Header.Name)
 		return true
+	case !s.Pause:
+		return r.partitionHolds(s, part)
 	}
 	return r.pauseHolds(s, part)
+}
+
+// partitionHolds holds at a partition step (or a setWeight step) until the planner
+// reports its split reached and ready, and a setWeight step's weight is in effect.
+func (r *run) partitionHolds(s Step, part *planner.IntOrPercent) bool {
+	reached := false
+	switch r.in.Phase(part, false) {
+	case planner.PhasePartitioned, planner.PhaseCompleted:
+		reached = true
+	}
+	switch {
+	case reached && s.Weight == nil:
+		r.end("reached partition " + show(part))
+		return false
+	case reached && (r.in.InEffect == nil || r.in.InEffect(s.Weight, nil)):
+		r.end(fmt.Sprintf("set weight %d%%", *s.Weight))
+		return false
+	}
+	r.out.State, r.out.Partition = r.st, part
+	r.out.Message = r.where() + ": moving to partition " + show(part)
+	if s.Weight != nil {
+		r.out.Message = fmt.Sprintf("%s: setting weight %d%% (partition %s)", r.where(), *s.Weight, show(part))
+	}
+	return true
 }
 
 // analysisHolds judges the analysis step the run is at: it ends once passed, and

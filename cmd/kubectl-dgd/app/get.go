@@ -258,6 +258,9 @@ func header(l *live, revs map[string]*revision, st style, root *node) [][2]strin
 		fields = append(fields, [2]string{map[bool]string{true: "  Split:"}[i == 0], line})
 	}
 	fields = append(fields, revisionFields(d, revs)...)
+	for i, line := range trafficLines(d) {
+		fields = append(fields, [2]string{map[bool]string{true: "Traffic:"}[i == 0], line})
+	}
 	for i, line := range analysisSummary(ru, len(rollout.Steps)) {
 		fields = append(fields, [2]string{map[bool]string{true: "Analysis:"}[i == 0], line})
 	}
@@ -266,6 +269,43 @@ func header(l *live, revs map[string]*revision, st style, root *node) [][2]strin
 	}
 	return append(fields, [2]string{"Ready:", or(d.Status.Ready, none)},
 		[2]string{"Replicas:", fmt.Sprintf("%d current, %d updated, %d ready (worker services)", d.Status.Replicas, d.Status.UpdatedReplicas, d.Status.ReadyReplicas)})
+}
+
+// trafficLines say where clients enter and, per cohort (newest first), its frontends,
+// routable workers and the share of the traffic asked and in effect, from
+// status.traffic and status.cohorts: "revision 3: weight 30% (in effect 30%), frontends
+// 1/1 ready, 4 routable workers, 2 in flight".
+func trafficLines(d *v1alpha1.DynamoGraphDeployment) []string {
+	t := d.Status.Traffic
+	if t == nil {
+		return nil
+	}
+	first := fmt.Sprintf("%s through %s", t.Provider, strings.Join(t.Entry, ", "))
+	if !t.InEffect {
+		first += ": not in effect yet: " + t.Message
+	}
+	lines := []string{first}
+	for _, c := range d.Status.Cohorts {
+		line := fmt.Sprintf("revision %d: weight %d%%", c.Revision, c.Weight)
+		if c.WeightInEffect != nil {
+			line += fmt.Sprintf(" (in effect %d%%)", *c.WeightInEffect)
+		}
+		line += fmt.Sprintf(", frontends %d/%d ready, %d routable workers", c.FrontendReadyReplicas, c.FrontendReplicas, c.RoutableWorkers)
+		if !c.Routable {
+			line += ", not routable"
+		}
+		if c.HeaderRoute {
+			line += ", header route"
+		}
+		if c.InFlight != nil {
+			line += fmt.Sprintf(", %d in flight", *c.InFlight)
+		}
+		if c.DrainingSince != nil {
+			line += ", draining"
+		}
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 // restartLine is status.restart in short: "r1 Restarting (Frontend, decode)".

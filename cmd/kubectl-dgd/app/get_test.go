@@ -434,3 +434,25 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// TestTrafficLines prints status.traffic and status.cohorts as kubectl dgd get does.
+func TestTrafficLines(t *testing.T) {
+	w30, w70, in := int32(30), int32(70), int64(2)
+	d := &v1alpha1.DynamoGraphDeployment{Status: v1alpha1.DynamoGraphDeploymentStatus{
+		Traffic: &v1alpha1.TrafficStatus{Provider: v1alpha1.TrafficProxy, Entry: []string{"g-frontend"}, InEffect: false, Message: "pod g-frontend-proxy-x reports version 3, not 4"},
+		Cohorts: []v1alpha1.CohortStatus{
+			{Revision: 3, Hash: "0ebb3505", Weight: 30, WeightInEffect: &w30, FrontendReplicas: 1, FrontendReadyReplicas: 1, RoutableWorkers: 2, Routable: true, HeaderRoute: true},
+			{Revision: 2, Hash: "6101c065", Weight: 70, WeightInEffect: &w70, FrontendReplicas: 1, FrontendReadyReplicas: 1, RoutableWorkers: 6, Routable: true, InFlight: &in},
+		}}}
+	want := []string{
+		"Proxy through g-frontend: not in effect yet: pod g-frontend-proxy-x reports version 3, not 4",
+		"revision 3: weight 30% (in effect 30%), frontends 1/1 ready, 2 routable workers, header route",
+		"revision 2: weight 70% (in effect 70%), frontends 1/1 ready, 6 routable workers, 2 in flight",
+	}
+	if diff := cmp.Diff(want, trafficLines(d)); diff != "" {
+		t.Errorf("trafficLines (-want +got):\n%s", diff)
+	}
+	if got := trafficLines(&v1alpha1.DynamoGraphDeployment{}); got != nil {
+		t.Errorf("without cohorts: %q, want nothing", got)
+	}
+}
