@@ -7,6 +7,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/traffic"
 )
 
@@ -28,9 +29,10 @@ func newTraffic() *trafficB {
 	}}
 }
 
-// cohort adds cohort hash at weight w, Service llm-frontend-<hash> on 8000.
+// cohort adds cohort hash at weight w, its Service llm-frontend-<hash>-cohort
+// (backends.CohortServiceName) on 8000.
 func (b *trafficB) cohort(hash string, w int32) *trafficB {
-	b.t.Cohorts = append(b.t.Cohorts, traffic.Cohort{Hash: hash, Service: "llm-frontend-" + hash, Port: 8000, Weight: w})
+	b.t.Cohorts = append(b.t.Cohorts, traffic.Cohort{Hash: hash, Service: backends.CohortServiceName("llm", "Frontend", hash), Port: 8000, Weight: w})
 	return b
 }
 

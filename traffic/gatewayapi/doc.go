@@ -21,11 +21,11 @@
 //
 //	rules:
 //	- matches: [{path: {type: PathPrefix, value: /}, headers: [{type: Exact, name: x-canary, value: "1"}]}]
-//	  backendRefs: [{group: "", kind: Service, name: llm-frontend-bbbbbbbb, port: 8000, weight: 1}]
+//	  backendRefs: [{group: "", kind: Service, name: llm-frontend-bbbbbbbb-cohort, port: 8000, weight: 1}]
 //	- matches: [{path: {type: PathPrefix, value: /}}]
 //	  backendRefs:
-//	  - {group: "", kind: Service, name: llm-frontend-aaaaaaaa, port: 8000, weight: 90}
-//	  - {group: "", kind: Service, name: llm-frontend-bbbbbbbb, port: 8000, weight: 10}
+//	  - {group: "", kind: Service, name: llm-frontend-aaaaaaaa-cohort, port: 8000, weight: 90}
+//	  - {group: "", kind: Service, name: llm-frontend-bbbbbbbb-cohort, port: 8000, weight: 10}
 //
 // The header rule wins over the split rule whatever their order (a match with more
 // header matches takes precedence across rules: HTTPRouteRule.Matches); it is first
@@ -34,7 +34,8 @@
 //
 // # Comparing
 //
-// The controller writes the route when what it renders is not Same as what it cached.
+// The controller writes the route when what it renders is not Same as what it cached
+// (Provider implements traffic.Comparer with Same).
 // Same ignores exactly what the API server fills in (the +kubebuilder:default markers
 // of apis/v1 at v1.6.3 on the fields rendered: parentRef group gateway.networking.k8s.io
 // and kind Gateway, rules and matches defaulting to one path match PathPrefix "/",
@@ -66,10 +67,16 @@
 // found"): its controller writes no entry for it (RouteStatus.Parents: "parent
 // references that cannot be resolved ... will not be added to this list").
 //
-// Serving holds when some parent the spec names, whose Gateway exists, has accepted
-// the route for some generation: the route routes at all. A Gateway's requests in
-// flight are invisible (InFlightKnown false): a cohort at weight 0 keeps its
-// frontends for drainSeconds once its weight 0 is in effect, then they go.
+// Weights and HeaderRoute are what the route routes, read from its rules (a
+// backendRef's cohort found by its Service: a cohort of the Traffic, or a name of
+// backends.CohortServiceName's shape), reported once every parent the route names has
+// accepted and resolved its current generation, whatever the Traffic asks: the
+// controller judges a step's weight with a Traffic of no cohort, and a cohort's weight
+// 0 while the cohort is going. Serving holds when some parent the route names, whose
+// Gateway exists, has accepted the route for some generation: the route routes at
+// all. A Gateway's requests in flight are invisible (InFlightKnown false): a cohort at
+// weight 0 keeps its frontends for drainSeconds once its weight 0 is in effect, then
+// they go.
 //
 // # Sources
 //

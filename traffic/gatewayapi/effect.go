@@ -12,6 +12,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/traffic"
 )
 
@@ -23,40 +24,58 @@ func Controlled(route *gatewayv1.HTTPRoute, dgd *v1alpha1.DynamoGraphDeployment)
 }
 
 // Effect judges what of t is in effect from the observed route and Gateways (the
-// package doc gives the rule and its sources). Its message names the route, each
-// parent that lags and the condition that lags or is False.
+// package doc gives the rule and its sources). Weights and HeaderRoute are what the
+// route routes once every parent it names has judged its current generation, whatever
+// t asks: the controller asks with a Traffic of no cohort (decide.TrafficBase) whether
+// a step's weight is in effect. Its message names the route, each parent that lags and
+// the condition that lags or is False.
 func (Provider) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
-	want, err := Route(t)
-	if err != nil {
-		return traffic.Effect{Message: err.Error()}
-	}
-	name := fmt.Sprintf("HTTPRoute %s/%s", want.Namespace, want.Name)
-	have, _ := o.Objects[traffic.Key("HTTPRoute", want.Name)].(*gatewayv1.HTTPRoute)
+	name := fmt.Sprintf("HTTPRoute %s/%s", t.DGD.Namespace, t.Entry)
+	have, _ := o.Objects[traffic.Key("HTTPRoute", t.Entry)].(*gatewayv1.HTTPRoute)
 	switch {
 	case have == nil:
 		return traffic.Effect{Message: name + " not found"}
 	case !Controlled(have, t.DGD):
 		return traffic.Effect{Message: fmt.Sprintf("%s is not controlled by DGD %s: another object's route holds the name", name, t.DGD.Name)}
 	}
-	var e traffic.Effect
-	var lags []string
-	if !Same(have, want) {
-		lags = append(lags, fmt.Sprintf("%s does not route the split asked for yet (its weights %s, asked %s)",
-			name, formatWeights(weights(have, t)), formatWeights(t.Weights())))
-	}
-	for _, ref := range want.Spec.ParentRefs {
-		p := judgeParent(have, ref, o)
-		e.Serving = e.Serving || p.serving
-		if p.lag != "" {
-			lags = append(lags, name+": "+p.lag)
-		}
+	e, lags := routes(have, t, o)
+	want, err := Route(t)
+	switch {
+	case err != nil:
+		lags = append([]string{err.Error()}, lags...)
+	case !Same(have, want):
+		lags = append([]string{fmt.Sprintf("%s does not route the split asked for yet (its weights %s, asked %s)",
+			name, formatWeights(splitWeights(have, t)), formatWeights(t.Weights()))}, lags...)
 	}
 	if len(lags) > 0 {
 		e.Message = strings.Join(lags, "; ")
 		return e
 	}
-	e.InEffect, e.Weights = true, weights(have, t)
+	e.InEffect = true
 	return e
+}
+
+// routes judges route as it is: Serving when a parent it names accepted it at some
+// generation; Weights and HeaderRoute when every parent it names has accepted and
+// resolved its current generation; the lags of the parents that have not.
+func routes(route *gatewayv1.HTTPRoute, t traffic.Traffic, o traffic.Observed) (traffic.Effect, []string) {
+	name := fmt.Sprintf("HTTPRoute %s/%s", route.Namespace, route.Name)
+	var e traffic.Effect
+	var lags []string
+	for _, ref := range route.Spec.ParentRefs {
+		p := judgeParent(route, ref, o)
+		e.Serving = e.Serving || p.serving
+		if p.lag != "" {
+			lags = append(lags, name+": "+p.lag)
+		}
+	}
+	if len(route.Spec.ParentRefs) == 0 {
+		lags = append(lags, name+" names no parent")
+	}
+	if len(lags) == 0 {
+		e.Weights, e.HeaderRoute = splitWeights(route, t), headerRoute(route, t)
+	}
+	return e, lags
 }
 
 // parent is one parentRef's judgement: serving when its entry accepted the route at
@@ -144,13 +163,9 @@ func parentName(ref gatewayv1.ParentReference, routeNS string) string {
 	return s
 }
 
-// weights are the weights of route's split rule (its last rule without header
-// matches) by cohort hash; backendRefs to no cohort of t are left out.
-func weights(route *gatewayv1.HTTPRoute, t traffic.Traffic) map[string]int32 {
-	byService := map[string]string{}
-	for _, c := range t.Cohorts {
-		byService[c.Service] = c.Hash
-	}
+// splitWeights are the weights of route's split rule (its last rule without header
+// matches) by cohort hash; a backendRef to no cohort (cohortOf) is left out.
+func splitWeights(route *gatewayv1.HTTPRoute, t traffic.Traffic) map[string]int32 {
 	out := map[string]int32{}
 	for _, r := range route.Spec.Rules {
 		if hasHeaderMatch(r) {
@@ -158,12 +173,63 @@ func weights(route *gatewayv1.HTTPRoute, t traffic.Traffic) map[string]int32 {
 		}
 		clear(out)
 		for _, b := range r.BackendRefs {
-			if hash, ok := byService[string(b.Name)]; ok {
+			if hash, ok := cohortOf(b, route.Namespace, t); ok {
 				out[hash] = ptr.Deref(b.Weight, 1)
 			}
 		}
 	}
 	return out
+}
+
+// headerRoute is the route's header rule (its first rule with a header match, to one
+// cohort's Service) as a HeaderRoute, nil when it has none.
+func headerRoute(route *gatewayv1.HTTPRoute, t traffic.Traffic) *traffic.HeaderRoute {
+	for _, r := range route.Spec.Rules {
+		if !hasHeaderMatch(r) || len(r.BackendRefs) != 1 {
+			continue
+		}
+		hash, ok := cohortOf(r.BackendRefs[0], route.Namespace, t)
+		if !ok {
+			continue
+		}
+		for _, m := range r.Matches {
+			for _, h := range m.Headers {
+				if ptr.Deref(h.Type, gatewayv1.HeaderMatchExact) == gatewayv1.HeaderMatchExact {
+					return &traffic.HeaderRoute{Name: string(h.Name), Value: h.Value, Hash: hash}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// cohortOf is the hash of the cohort whose Service b names: a cohort of t, else a
+// Service of the DGD's frontend named as backends.CohortServiceName names them,
+// `{dgd}-{frontend}-{hash}-cohort` (a cohort t does not list: one going, or any when t
+// is the controller's Traffic of no cohort).
+func cohortOf(b gatewayv1.HTTPBackendRef, routeNS string, t traffic.Traffic) (string, bool) {
+	if ptr.Deref(b.Group, "") != "" || ptr.Deref(b.Kind, ServiceKind) != ServiceKind || namespaceOrLocal(b.Namespace, routeNS) != routeNS {
+		return "", false
+	}
+	name := string(b.Name)
+	for _, c := range t.Cohorts {
+		if c.Service == name {
+			return c.Hash, true
+		}
+	}
+	rest, ok := strings.CutSuffix(name, "-"+backends.CohortSuffix)
+	if !ok {
+		return "", false
+	}
+	hash := rest[strings.LastIndex(rest, "-")+1:]
+	return hash, hash != "" && backends.CohortServiceName(t.DGD.Name, t.Frontend, hash) == name
+}
+
+func namespaceOrLocal(ns *gatewayv1.Namespace, local string) string {
+	if ns == nil || *ns == "" {
+		return local
+	}
+	return string(*ns)
 }
 
 func hasHeaderMatch(r gatewayv1.HTTPRouteRule) bool {

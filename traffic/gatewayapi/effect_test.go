@@ -4,10 +4,13 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/traffic"
 )
 
@@ -16,6 +19,8 @@ func TestEffect(t *testing.T) {
 	infra := gatewayv1.ParentReference{Namespace: ptr.To(gatewayv1.Namespace("infra")), Name: "edge", SectionName: ptr.To(gatewayv1.SectionName("http"))}
 	one := newTraffic().cohort("aaaaaaaa", 90).cohort("bbbbbbbb", 10).get()
 	two := newTraffic().cohort("aaaaaaaa", 90).cohort("bbbbbbbb", 10).parents(public, infra).get()
+	withHeader := newTraffic().cohort("aaaaaaaa", 100).cohort("bbbbbbbb", 0).header("X-Canary", "yes", "bbbbbbbb").get()
+	base := newTraffic().get() // decide.TrafficBase: no cohort
 	inEffect := traffic.Effect{InEffect: true, Serving: true, Weights: map[string]int32{"aaaaaaaa": 90, "bbbbbbbb": 10}}
 	const route = "HTTPRoute ns/llm-frontend: "
 	const lagsAt = "parent Gateway ns/public (example.com/test-gateway): "
@@ -50,7 +55,35 @@ func TestEffect(t *testing.T) {
 		},
 		"the route's weights not yet the ones asked": {
 			t: one, o: observe(asked(func(r *gatewayv1.HTTPRoute) { r.Spec.Rules[0].BackendRefs[0].Weight = ptr.To(int32(100)) }), gw("ns", "public")),
-			want: traffic.Effect{Serving: true, Message: "HTTPRoute ns/llm-frontend does not route the split asked for yet (its weights aaaaaaaa=100 bbbbbbbb=10, asked aaaaaaaa=90 bbbbbbbb=10)"},
+			want: traffic.Effect{Serving: true, Weights: map[string]int32{"aaaaaaaa": 100, "bbbbbbbb": 10},
+				Message: "HTTPRoute ns/llm-frontend does not route the split asked for yet (its weights aaaaaaaa=100 bbbbbbbb=10, asked aaaaaaaa=90 bbbbbbbb=10)"},
+		},
+		"in effect with a header route, which Effect reports": {
+			t: withHeader, o: observe(observedRoute(withHeader, 2, accepted(public, 2)), gw("ns", "public")),
+			want: traffic.Effect{InEffect: true, Serving: true, Weights: map[string]int32{"aaaaaaaa": 100, "bbbbbbbb": 0},
+				HeaderRoute: &traffic.HeaderRoute{Name: "X-Canary", Value: "yes", Hash: "bbbbbbbb"}},
+		},
+		"the controller's Traffic of no cohort: the weights and header route the route routes": {
+			t: base, o: observe(observedRoute(withHeader, 2, accepted(public, 2)), gw("ns", "public")),
+			want: traffic.Effect{Serving: true, Weights: map[string]int32{"aaaaaaaa": 100, "bbbbbbbb": 0},
+				HeaderRoute: &traffic.HeaderRoute{Name: "X-Canary", Value: "yes", Hash: "bbbbbbbb"},
+				Message:     "HTTPRoute ns/llm-frontend of DGD llm: traffic cannot be rendered as an HTTPRoute: no cohort to route to"},
+		},
+		"the controller's Traffic of no cohort, the route a generation ahead of its status: no weights": {
+			t: base, o: observe(observedRoute(withHeader, 3, accepted(public, 2)), gw("ns", "public")),
+			want: traffic.Effect{Serving: true, Message: "HTTPRoute ns/llm-frontend of DGD llm: traffic cannot be rendered as an HTTPRoute: no cohort to route to; " +
+				route + lagsAt + "Accepted True is for generation 2, the route is at 3 (not judged yet), ResolvedRefs True is for generation 2, the route is at 3 (not judged yet)"},
+		},
+		"a cohort no longer asked keeps its weight in Weights until the route drops it": {
+			t: newTraffic().cohort("aaaaaaaa", 100).get(), o: observe(observedRoute(withHeader, 2, accepted(public, 2)), gw("ns", "public")),
+			want: traffic.Effect{Serving: true, Weights: map[string]int32{"aaaaaaaa": 100, "bbbbbbbb": 0},
+				HeaderRoute: &traffic.HeaderRoute{Name: "X-Canary", Value: "yes", Hash: "bbbbbbbb"},
+				Message:     "HTTPRoute ns/llm-frontend does not route the split asked for yet (its weights aaaaaaaa=100 bbbbbbbb=0, asked aaaaaaaa=100)"},
+		},
+		"a backendRef to a Service that is no cohort's is left out of Weights": {
+			t: one, o: observe(asked(func(r *gatewayv1.HTTPRoute) { r.Spec.Rules[0].BackendRefs[1].Name = "llm-frontend-elsewhere" }), gw("ns", "public")),
+			want: traffic.Effect{Serving: true, Weights: map[string]int32{"aaaaaaaa": 90},
+				Message: "HTTPRoute ns/llm-frontend does not route the split asked for yet (its weights aaaaaaaa=90, asked aaaaaaaa=90 bbbbbbbb=10)"},
 		},
 		"a parent missing from status": {
 			t: one, o: observe(observedRoute(one, 3), gw("ns", "public")),
@@ -151,11 +184,50 @@ func TestEffectFindsGatewaysUnderAnyKey(t *testing.T) {
 	}
 }
 
-// A Traffic Objects refuses is never in effect, and says why.
-func TestEffectOfInvalidTraffic(t *testing.T) {
-	tr := newTraffic().get() // no cohort
-	e := Provider{}.Effect(tr, observe(nil))
-	if e.InEffect || e.Serving || e.Message == "" {
-		t.Errorf("Effect = %+v, want not in effect with a message", e)
+// cohortOf maps only Services named as backends.CohortServiceName names the DGD's
+// frontend's cohorts, however the names are capped.
+func TestCohortOf(t *testing.T) {
+	tr := newTraffic().get()
+	tr.DGD.Name, tr.Frontend = "a-very-long-dgd-name-that-goes-on-and-on", "VeryLongFrontendName"
+	svc := func(name string) gatewayv1.HTTPBackendRef {
+		return gatewayv1.HTTPBackendRef{BackendRef: gatewayv1.BackendRef{BackendObjectReference: gatewayv1.BackendObjectReference{Name: gatewayv1.ObjectName(name)}}}
+	}
+	capped := backends.CohortServiceName(tr.DGD.Name, tr.Frontend, "aaaaaaaa")
+	other := backends.CohortServiceName("another", tr.Frontend, "aaaaaaaa")
+	cases := map[string]struct {
+		ref  gatewayv1.HTTPBackendRef
+		hash string
+		ok   bool
+	}{
+		"a capped cohort Service":       {ref: svc(capped), hash: "aaaaaaaa", ok: true},
+		"another DGD's cohort Service":  {ref: svc(other), ok: false},
+		"a Service of no cohort":        {ref: svc("llm-frontend"), ok: false},
+		"a name ending in -cohort only": {ref: svc("-cohort"), ok: false},
+		"a cohort Service in another namespace": {ref: func() gatewayv1.HTTPBackendRef {
+			b := svc(capped)
+			b.Namespace = ptr.To(gatewayv1.Namespace("elsewhere"))
+			return b
+		}(), ok: false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			hash, ok := cohortOf(tc.ref, "ns", tr)
+			if ok != tc.ok || (ok && hash != tc.hash) {
+				t.Errorf("cohortOf = %q, %v; want %q, %v", hash, ok, tc.hash, tc.ok)
+			}
+		})
+	}
+}
+
+func TestComparer(t *testing.T) {
+	r, err := Route(newTraffic().cohort("aaaaaaaa", 100).get())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, ok := (Provider{}).Same(gateway.StripDefaults(r), r); !same || !ok {
+		t.Errorf("Same(route without defaults, route) = %v, %v; want true, true", same, ok)
+	}
+	if _, ok := (Provider{}).Same(&corev1.ConfigMap{}, &corev1.ConfigMap{}); ok {
+		t.Errorf("Same of ConfigMaps is ok; want ok false (not an object it knows)")
 	}
 }

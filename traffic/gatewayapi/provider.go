@@ -21,7 +21,10 @@ import (
 // Provider is the Gateway API traffic provider. The zero value is ready to use.
 type Provider struct{}
 
-var _ traffic.Provider = Provider{}
+var (
+	_ traffic.Provider = Provider{}
+	_ traffic.Comparer = Provider{}
+)
 
 // ErrInvalid is wrapped by every error Objects returns: the Traffic cannot be routed
 // as asked (no gatewayAPI spec, no cohort, a header route to a cohort not listed), and
@@ -48,6 +51,17 @@ func (Provider) Objects(t traffic.Traffic) (traffic.Rendered, error) {
 		return traffic.Rendered{}, err
 	}
 	return traffic.Rendered{Apply: []client.Object{route}}, nil
+}
+
+// Same is traffic.Comparer's: the package's Same for two HTTPRoutes (ok), ok false
+// for objects of any other kind.
+func (Provider) Same(have, want client.Object) (same, ok bool) {
+	h, hok := have.(*gatewayv1.HTTPRoute)
+	w, wok := want.(*gatewayv1.HTTPRoute)
+	if !hok || !wok {
+		return false, false
+	}
+	return Same(h, w), true
 }
 
 // Lookups are the HTTPRoute and every parent Gateway its parentRefs name (the ref's

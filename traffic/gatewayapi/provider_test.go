@@ -52,11 +52,11 @@ func TestObjects(t *testing.T) {
 	}{
 		"two cohorts, one backendRef each in order of hash, weight the percent": {
 			t:    newTraffic().cohort("bbbbbbbb", 10).cohort("aaaaaaaa", 90).get(),
-			want: wantRoute(split(ref("llm-frontend-aaaaaaaa", 90), ref("llm-frontend-bbbbbbbb", 10))),
+			want: wantRoute(split(ref("llm-frontend-aaaaaaaa-cohort", 90), ref("llm-frontend-bbbbbbbb-cohort", 10))),
 		},
 		"a cohort at weight 0 keeps its backendRef, weight 0": {
 			t:    newTraffic().cohort("aaaaaaaa", 0).cohort("bbbbbbbb", 100).get(),
-			want: wantRoute(split(ref("llm-frontend-aaaaaaaa", 0), ref("llm-frontend-bbbbbbbb", 100))),
+			want: wantRoute(split(ref("llm-frontend-aaaaaaaa-cohort", 0), ref("llm-frontend-bbbbbbbb-cohort", 100))),
 		},
 		"a header route is the first rule, to its cohort alone": {
 			t: newTraffic().cohort("aaaaaaaa", 100).cohort("bbbbbbbb", 0).header("X-Canary", "yes", "bbbbbbbb").get(),
@@ -64,9 +64,9 @@ func TestObjects(t *testing.T) {
 				gatewayv1.HTTPRouteRule{
 					Matches: []gatewayv1.HTTPRouteMatch{{Path: rootPath, Headers: []gatewayv1.HTTPHeaderMatch{{
 						Type: ptr.To(gatewayv1.HeaderMatchExact), Name: "X-Canary", Value: "yes"}}}},
-					BackendRefs: []gatewayv1.HTTPBackendRef{ref("llm-frontend-bbbbbbbb", 1)},
+					BackendRefs: []gatewayv1.HTTPBackendRef{ref("llm-frontend-bbbbbbbb-cohort", 1)},
 				},
-				split(ref("llm-frontend-aaaaaaaa", 100), ref("llm-frontend-bbbbbbbb", 0))),
+				split(ref("llm-frontend-aaaaaaaa-cohort", 100), ref("llm-frontend-bbbbbbbb-cohort", 0))),
 		},
 	}
 	for name, tc := range cases {

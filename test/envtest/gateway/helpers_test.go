@@ -15,6 +15,7 @@ import (
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/traffic"
@@ -54,10 +55,13 @@ func newScenario(cohorts ...string) *scenario {
 	return s
 }
 
-// service creates cohort hash's Service llm-frontend-<hash> (ClusterIP, port 8000).
+// cohortService is cohort hash's Service, llm-frontend-<hash>-cohort.
+func cohortService(hash string) string { return backends.CohortServiceName("llm", "Frontend", hash) }
+
+// service creates cohort hash's Service (ClusterIP, port 8000).
 func (s *scenario) service(hash string) {
 	Expect(k8s.Create(ctx, &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: entry + "-" + hash},
+		ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: cohortService(hash)},
 		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "http", Port: 8000}}, Selector: map[string]string{"cohort": hash}},
 	})).To(Succeed())
 }
@@ -74,7 +78,7 @@ func (s *scenario) traffic(weights map[string]int32, parents ...string) traffic.
 		t.Spec.GatewayAPI.ParentRefs = append(t.Spec.GatewayAPI.ParentRefs, gatewayv1.ParentReference{Name: gatewayv1.ObjectName(p)})
 	}
 	for _, h := range slices.Sorted(maps.Keys(weights)) {
-		t.Cohorts = append(t.Cohorts, traffic.Cohort{Hash: h, Service: entry + "-" + h, Port: 8000, Weight: weights[h]})
+		t.Cohorts = append(t.Cohorts, traffic.Cohort{Hash: h, Service: cohortService(h), Port: 8000, Weight: weights[h]})
 	}
 	return t
 }

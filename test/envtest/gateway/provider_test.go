@@ -56,7 +56,10 @@ var _ = Describe("The Gateway API provider", func() {
 			Expect(st.effects[second].Message).To(ContainSubstring(
 				"parent Gateway %s/public (%s): Accepted True is for generation 1, the route is at 2 (not judged yet)", s.ns, controllerName))
 			Expect(st.effects[first].InEffect).To(BeFalse(), "the old split is not in effect either: the route no longer holds it")
+			Expect(st.base.Weights).To(BeNil(), "no weight is known in effect while the Gateway has not judged the route")
 		}
+		Expect(s.rec.latest().base.Weights).To(Equal(map[string]int32{"aaaaaaaa": 50, "bbbbbbbb": 50}),
+			"the controller's Traffic of no cohort reads the weights in effect")
 
 		By("the same split again: Same as the route the API server defaulted, nothing written")
 		rv := s.get().ResourceVersion
@@ -71,10 +74,10 @@ var _ = Describe("The Gateway API provider", func() {
 		Eventually(inEffect(s, i)).Should(BeTrue())
 		since := meta.FindStatusCondition(ours(s.get(), "public").Conditions, "Accepted").LastTransitionTime
 
-		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: "llm-frontend-bbbbbbbb"}})).To(Succeed())
+		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: cohortService("bbbbbbbb")}})).To(Succeed())
 		Eventually(func() traffic.Effect { return s.rec.effect(i) }).Should(Equal(traffic.Effect{Serving: true, Message: "HTTPRoute " + s.ns +
 			"/llm-frontend: parent Gateway " + s.ns + "/public (" + controllerName + "): ResolvedRefs False (BackendNotFound: " +
-			"rules[0].backendRefs[1]: Service " + s.ns + "/llm-frontend-bbbbbbbb not found)"}))
+			"rules[0].backendRefs[1]: Service " + s.ns + "/llm-frontend-bbbbbbbb-cohort not found)"}))
 
 		s.service("bbbbbbbb")
 		Eventually(inEffect(s, i)).Should(BeTrue())

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 
 	. "github.com/onsi/gomega"
@@ -19,10 +20,12 @@ import (
 )
 
 // state is one observed state of the route (nil once deleted) and the provider's
-// Effect there for every Traffic asked so far, in the order asked.
+// Effect there for every Traffic asked so far, in the order asked, and for the
+// controller's Traffic of no cohort (decide.TrafficBase: how it judges a step).
 type state struct {
 	route   *gatewayv1.HTTPRoute
 	effects []traffic.Effect
+	base    traffic.Effect
 }
 
 // recorder watches one route and judges every state it goes through: Effect for
@@ -89,6 +92,9 @@ func (r *recorder) observe(ev watch.Event) {
 	asked := append([]traffic.Traffic(nil), r.asked...)
 	r.mu.Unlock()
 	s := state{route: route}
+	if len(asked) > 0 {
+		s.base = r.judgeBase(asked[len(asked)-1], route)
+	}
 	for _, t := range asked {
 		o := observed(t, route)
 		e := gatewayapi.Provider{}.Effect(t, o)
@@ -104,6 +110,23 @@ func (r *recorder) observe(ev watch.Event) {
 	r.mu.Lock()
 	r.states = append(r.states, s)
 	r.mu.Unlock()
+}
+
+// judgeBase is the Effect of t's Traffic of no cohort (the controller's base), checked
+// against the suite's rule: weights reported exactly when every parent the route names
+// has judged its current generation True, and then the route's own.
+func (r *recorder) judgeBase(t traffic.Traffic, route *gatewayv1.HTTPRoute) traffic.Effect {
+	t.Cohorts, t.HeaderRoute = nil, nil
+	o := observed(t, route)
+	e := gatewayapi.Provider{}.Effect(t, o)
+	routed := routedAll(t, route, o)
+	if e.InEffect || (e.Weights != nil) != routed {
+		r.violate("generation %d: the base Traffic's Effect %+v, every parent judged the route: %v", generation(route), e, routed)
+	}
+	if routed && !maps.Equal(e.Weights, routeWeights(route)) {
+		r.violate("generation %d: the base Traffic's weights %v, the route's %v", generation(route), e.Weights, routeWeights(route))
+	}
+	return e
 }
 
 func (r *recorder) violate(format string, args ...any) {
@@ -197,6 +220,32 @@ func inEffect(t traffic.Traffic, route *gatewayv1.HTTPRoute, o traffic.Observed)
 	return true
 }
 
+// routedAll: the route is the DGD's and every parent it names exists and has judged
+// its current generation True (the test controller's entry).
+func routedAll(t traffic.Traffic, route *gatewayv1.HTTPRoute, o traffic.Observed) bool {
+	if route == nil || !metav1.IsControlledBy(route, t.DGD) || len(route.Spec.ParentRefs) == 0 {
+		return false
+	}
+	for _, ref := range route.Spec.ParentRefs {
+		if o.Objects[traffic.Key("Gateway", string(ref.Name))] == nil || !judgedTrue(route, string(ref.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// routeWeights are the route's split-rule weights by cohort hash, read from the
+// Services' names (llm-frontend-<hash>-cohort).
+func routeWeights(route *gatewayv1.HTTPRoute) map[string]int32 {
+	out := map[string]int32{}
+	split := route.Spec.Rules[len(route.Spec.Rules)-1]
+	for _, b := range split.BackendRefs {
+		hash := strings.TrimSuffix(strings.TrimPrefix(string(b.Name), "llm-frontend-"), "-cohort")
+		out[hash] = ptr.Deref(b.Weight, 1)
+	}
+	return out
+}
+
 func headerRuleIs(route *gatewayv1.HTTPRoute, t traffic.Traffic) bool {
 	if t.HeaderRoute == nil {
 		return len(route.Spec.Rules) == 1
@@ -206,7 +255,7 @@ func headerRuleIs(route *gatewayv1.HTTPRoute, t traffic.Traffic) bool {
 	}
 	h := route.Spec.Rules[0].Matches[0].Headers
 	return len(h) == 1 && string(h[0].Name) == t.HeaderRoute.Name && h[0].Value == t.HeaderRoute.Value &&
-		string(route.Spec.Rules[0].BackendRefs[0].Name) == "llm-frontend-"+t.HeaderRoute.Hash
+		string(route.Spec.Rules[0].BackendRefs[0].Name) == cohortService(t.HeaderRoute.Hash)
 }
 
 // judgedTrue: the test controller's entry for Gateway name has Accepted and
