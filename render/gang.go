@@ -2,7 +2,6 @@ package render
 
 import (
 	"fmt"
-	"regexp"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -23,8 +22,9 @@ type Gang interface {
 	// RoleLabels: the pods carry Dynamo's `role: leader|worker` label (LWS).
 	RoleLabels() bool
 	// aliases are the portable DYNAMO_LEADER_ADDRESS and DYNAMO_RANK variables of a role
-	// that env can express, and a shell prefix setting those it cannot.
-	aliases(role Role) (env []corev1.EnvVar, shellExport string)
+	// that the pod's env can hold (after the variables they are built from), and
+	// whether the member's shell must export DYNAMO_RANK instead (exportRank).
+	aliases(role Role) (env []corev1.EnvVar, shellRank bool)
 }
 
 // Portable aliases of a gang's leader and rank (Dynamo consts: "multinode topology
@@ -60,8 +60,8 @@ func (LWS) NeedsDNSWait() bool { return true }
 // RoleLabels implements Gang.
 func (LWS) RoleLabels() bool { return true }
 
-func (LWS) aliases(Role) ([]corev1.EnvVar, string) {
-	return envs(EnvDynamoLeaderAddress, "$(LWS_LEADER_ADDRESS)", EnvDynamoRank, "$(LWS_WORKER_INDEX)"), ""
+func (LWS) aliases(Role) ([]corev1.EnvVar, bool) {
+	return envs(EnvDynamoLeaderAddress, "$(LWS_LEADER_ADDRESS)", EnvDynamoRank, "$(LWS_WORKER_INDEX)"), false
 }
 
 // Grove is a PodCliqueScalingGroup replica: a leader clique `<Group>-ldr` of one pod and
@@ -74,12 +74,19 @@ type Grove struct {
 
 var _ Gang = Grove{}
 
-// Downward-API helpers for the Grove aliases (Grove's own GROVE_PCSG_NAME and
-// GROVE_PCSG_INDEX read the same labels).
+// Downward-API helpers for the Grove aliases, defined before DYNAMO_LEADER_ADDRESS
+// (Grove's own GROVE_PCSG_NAME and GROVE_PCSG_INDEX read the same labels, but come
+// after our env).
 const (
 	envGrovePCSGName  = "DYNAMO_GROVE_PCSG_NAME"
 	envGrovePCSGIndex = "DYNAMO_GROVE_PCSG_INDEX"
 )
+
+// aliasEnv are the variables the multinode wiring owns: a user's value of one is
+// replaced (Dynamo: "The operator owns these variables and replaces values with the
+// same names from the component's podTemplate", docs "Portable Topology Environment
+// Variables"), and ours come last, after the variables they are built from.
+var aliasEnv = []string{envGrovePCSGName, envGrovePCSGIndex, EnvDynamoLeaderAddress, EnvDynamoRank}
 
 // LeaderHost implements Gang: pod 0 of the gang's leader clique, in the PodCliqueSet's
 // headless Service.
@@ -101,22 +108,24 @@ func (Grove) NeedsDNSWait() bool { return false }
 // RoleLabels implements Gang.
 func (Grove) RoleLabels() bool { return false }
 
-// LabelGrovePCSGPodIndex is the group-wide pod index Grove puts on every pod of a
-// scaling group replica, its cliques flattened in cliqueNames order (ours: `-ldr`, then
-// `-wkr`), so it is the gang rank: 0 on the leader, 1..nodeCount-1 on the workers. It is
-// what Dynamo 1.6 reads DYNAMO_RANK from on Grove (GROVE_PCSG_POD_INDEX, Dynamo's
-// multinode guide "Portable Topology Environment Variables": Grove v0.1.0-alpha.14-rc1
-// or later; grove#755).
-const LabelGrovePCSGPodIndex = "grove.io/podcliquescalinggroup-pod-index"
-
-// aliases: DYNAMO_LEADER_ADDRESS from the group's name and replica index (Grove's own
-// labels, read through the downward API: Grove up to v0.1.0-alpha.12 appends its GROVE_*
-// variables after ours, so ours cannot reference them), and DYNAMO_RANK: "0" on the
-// leader; on a worker, Grove's group-wide pod index as Dynamo 1.6 renders it, and, for
-// Grove releases that do not label pods with it yet (v0.1.0-alpha.12, which this
-// operator is tested against), exported by the worker's shell from its clique index,
-// which always holds (the export runs before the runtime starts).
-func (g Grove) aliases(role Role) ([]corev1.EnvVar, string) {
+// aliases: DYNAMO_LEADER_ADDRESS on every member, built from the group's name and
+// replica index (the labels grove.io/podcliquescalinggroup and -replica-index, which
+// Grove puts on every pod of the group: ai-dynamo/grove operator/v0.1.0-alpha.12-rc1,
+// internal/controller/podcliquescalinggroup/components/podclique/podclique.go getLabels,
+// and podclique/components/pod/pod.go getLabels), read by downward-API variables defined
+// before it, so that the kubelet expands it (it expands $(VAR) only to a variable defined
+// earlier in the same env; a later or missing one stays literal text: Kubernetes docs,
+// "Define Dependent Environment Variables",
+// https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/).
+//
+// DYNAMO_RANK: "0" on the leader. A worker's rank is its clique pod index plus one
+// (grove.io/podclique-pod-index 0 is rank 1), which no env can hold: the kubelet does no
+// arithmetic, and Grove v0.1.0-alpha.12 labels no group-wide index (Dynamo 1.6 reads
+// GROVE_PCSG_POD_INDEX, from the label grove.io/podcliquescalinggroup-pod-index, which
+// Grove added after this release, grove#755, and Dynamo's multinode docs ask for Grove
+// v0.1.0-alpha.14-rc1 with it; a fieldRef to that label is "" on alpha.12). So a
+// worker's pod spec has no DYNAMO_RANK, and its shell exports it (exportRank).
+func (g Grove) aliases(role Role) ([]corev1.EnvVar, bool) {
 	env := []corev1.EnvVar{
 		{Name: envGrovePCSGName, ValueFrom: labelField("grove.io/podcliquescalinggroup")},
 		{Name: envGrovePCSGIndex, ValueFrom: labelField("grove.io/podcliquescalinggroup-replica-index")},
@@ -124,20 +133,11 @@ func (g Grove) aliases(role Role) ([]corev1.EnvVar, string) {
 			envGrovePCSGName, envGrovePCSGIndex, g.Group, g.PCS, g.Namespace)},
 	}
 	if role == RoleLeader {
-		return append(env, corev1.EnvVar{Name: EnvDynamoRank, Value: "0"}), ""
+		return append(env, corev1.EnvVar{Name: EnvDynamoRank, Value: "0"}), false
 	}
-	env = append(env, corev1.EnvVar{Name: EnvDynamoRank, ValueFrom: labelField(LabelGrovePCSGPodIndex)})
-	return env, fmt.Sprintf("export %s=$((GROVE_PCLQ_POD_INDEX + 1)); ", EnvDynamoRank)
+	return env, true
 }
 
 func labelField(key string) *corev1.EnvVarSource {
 	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", key)}}
 }
-
-// kubeVar is a kubelet variable reference, $(NAME).
-var kubeVar = regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-
-// shellVars turns the kubelet's $(VAR) references into the shell's ${VAR}, for scripts
-// in containers where the referenced variables are defined after ours (Grove's), which
-// the kubelet would leave unexpanded (Dynamo's k8sToShellVarSyntax).
-func shellVars(s string) string { return kubeVar.ReplaceAllString(s, "$${$1}") }

@@ -3,11 +3,10 @@ package render
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
 // Frameworks Dynamo wires multinode gangs for.
@@ -54,7 +53,8 @@ func DetectFramework(main *corev1.Container, explicit string) (string, error) {
 
 // wire rewrites a multinode worker's main container for its role in the gang, per
 // framework (backend_vllm.go, backend_sglang.go, backend_trtllm.go), and sets the
-// portable aliases. Non-worker components are never rewritten.
+// portable aliases last in its env (a user's own replaced), with a Grove worker's rank
+// exported by its shell (exportRank). Non-worker components are never rewritten.
 func (c Component) wire(t *corev1.PodTemplateSpec, role Role, gang Gang) error {
 	if c.kind() != kindWorker || gang == nil {
 		return nil
@@ -76,12 +76,23 @@ func (c Component) wire(t *corev1.PodTemplateSpec, role Role, gang Gang) error {
 	if err != nil {
 		return err
 	}
-	env, export := gang.aliases(role)
-	main.Env = v1alpha1.MergeEnv(main.Env, env)
-	if export != "" && isShell(main.Command) && len(main.Args) > 0 {
-		main.Args[len(main.Args)-1] = export + main.Args[len(main.Args)-1]
+	env, shellRank := gang.aliases(role)
+	main.Env = append(withoutEnv(main.Env, aliasEnv...), env...)
+	if shellRank {
+		exportRank(main)
 	}
 	return nil
+}
+
+// withoutEnv is env without the variables named.
+func withoutEnv(env []corev1.EnvVar, names ...string) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if !slices.Contains(names, e.Name) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // dropProbes removes every probe: a gang's worker pods run no Dynamo runtime to ask.

@@ -17,9 +17,10 @@ import (
 // Multinode goldens: the worked examples of notes/dynamo-multinode.md §3.1 (vLLM mp, ray,
 // data parallel), §4 (SGLang), §5 (TRT-LLM, exact strings as in Dynamo's
 // backend_trtllm.go), §2 (leader address and rank per gang), plus the portable aliases
-// DYNAMO_LEADER_ADDRESS / DYNAMO_RANK (LWS: env; Grove: env from Grove's labels, leader
-// rank "0", worker rank Grove's group-wide pod index, and exported in its shell command
-// from the clique index for Grove releases without that index).
+// DYNAMO_LEADER_ADDRESS / DYNAMO_RANK, last in env (LWS: from LWS's env; Grove: the
+// leader address from Grove's labels, through two helpers before it, leader rank "0";
+// a Grove worker's rank in no env, since no env can hold it on Grove v0.1.0-alpha.12:
+// its shell exports it from the clique index, issue 38).
 
 const (
 	leaderLWS = "$(LWS_LEADER_ADDRESS)"
@@ -88,14 +89,13 @@ type mnCase struct {
 	grove   bool
 	role    render.Role
 	command []string
+	// args: a Grove worker's single shell arg less the DYNAMO_RANK export it starts with.
 	args    []string
-	// rankExport: a Grove worker's single shell arg starts by exporting DYNAMO_RANK.
-	rankExport bool
-	probes     probes
-	env        map[string]string // variables that must have these values ("<none>": absent)
-	init       []corev1.Container
-	volumes    []corev1.Volume      // besides shared-memory
-	mounts     []corev1.VolumeMount // on main, besides /dev/shm
+	probes  probes
+	env     map[string]string // variables that must have these values ("<none>": absent)
+	init    []corev1.Container
+	volumes []corev1.Volume      // besides shared-memory
+	mounts  []corev1.VolumeMount // on main, besides /dev/shm
 }
 
 func runMultinode(t *testing.T, cases []mnCase) {
@@ -110,7 +110,7 @@ func runMultinode(t *testing.T, cases []mnCase) {
 			m := p.Spec.Containers[0]
 			diff(t, "command", tc.command, m.Command)
 			args := m.Args
-			if tc.rankExport {
+			if tc.grove && tc.role == render.RoleWorker {
 				args = stripRankExport(t, args)
 			}
 			diff(t, "args", tc.args, args)
@@ -132,22 +132,27 @@ func runMultinode(t *testing.T, cases []mnCase) {
 					t.Errorf("env %s = %q, want %q", k, g, v)
 				}
 			}
-			// Portable aliases.
+			// Portable aliases, last in env, each after what it is built from.
 			wantLeader, wantRank := leaderLWS, rankLWS
+			wantTail := []string{"DYNAMO_LEADER_ADDRESS", "DYNAMO_RANK"}
 			if tc.grove {
 				wantLeader, wantRank = groveAlias(group), "0"
+				wantTail = []string{"DYNAMO_GROVE_PCSG_NAME", "DYNAMO_GROVE_PCSG_INDEX", "DYNAMO_LEADER_ADDRESS", "DYNAMO_RANK"}
 				if tc.role == render.RoleWorker {
-					// Grove's group-wide pod index (Dynamo 1.6 on Grove >= alpha.14); the
-					// shell also exports it from the clique index (rankExport).
-					wantRank = "{label:grove.io/podcliquescalinggroup-pod-index}"
+					wantRank, wantTail = "<none>", wantTail[:3] // exported by its shell (stripRankExport)
 				}
 			}
 			if v, _ := resolve(m.Env, "DYNAMO_LEADER_ADDRESS"); v != wantLeader {
 				t.Errorf("DYNAMO_LEADER_ADDRESS resolves to %q, want %q", v, wantLeader)
 			}
-			if v, _ := resolve(m.Env, "DYNAMO_RANK"); v != wantRank {
-				t.Errorf("DYNAMO_RANK = %q, want %q", v, wantRank)
+			if v, ok := resolve(m.Env, "DYNAMO_RANK"); !ok && wantRank != "<none>" || ok && v != wantRank {
+				t.Errorf("DYNAMO_RANK = %q (defined %v), want %q", v, ok, wantRank)
 			}
+			var tail []string
+			for _, e := range m.Env[max(0, len(m.Env)-len(wantTail)):] {
+				tail = append(tail, e.Name)
+			}
+			diff(t, "last env variables", wantTail, tail)
 			diff(t, "initContainers", tc.init, p.Spec.InitContainers)
 			var vols []corev1.Volume
 			for _, v := range p.Spec.Volumes {
@@ -233,7 +238,7 @@ func TestParityMultinodeVLLM(t *testing.T) {
 			command: vllm, args: cat(tpArgs, mp("2", lg), strs("--node-rank", "0")), probes: probesKept, env: nixl},
 		{name: "mp grove worker", svcName: "VllmWorker", s: tp(2), grove: true, role: render.RoleWorker,
 			command: strs("sh", "-c"), args: strs("exec " + mpLine + " --nnodes 2 --master-addr " + lg + " --master-port 29500 --node-rank " + rankGrove + " --headless"),
-			rankExport: true, probes: probesNone, env: nixl,
+			probes: probesNone, env: nixl,
 			init:    waitForLeader("${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-vllmworker-ldr-0.${GROVE_HEADLESS_SERVICE}"),
 			volumes: waitLeaderVolume},
 		{name: "mp lws leader", svcName: "VllmWorker", s: tp(2), role: render.RoleLeader,
@@ -243,7 +248,7 @@ func TestParityMultinodeVLLM(t *testing.T) {
 			init: waitForLeader("${LWS_LEADER_ADDRESS}"), volumes: waitLeaderVolume},
 		{name: "mp grove worker, 4 nodes", svcName: "VllmWorker", s: tp(4), grove: true, role: render.RoleWorker,
 			command: strs("sh", "-c"), args: strs("exec " + mpLine + " --nnodes 4 --master-addr " + lg + " --master-port 29500 --node-rank " + rankGrove + " --headless"),
-			rankExport: true, probes: probesNone, env: nixl,
+			probes: probesNone, env: nixl,
 			init:    waitForLeader("${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-vllmworker-ldr-0.${GROVE_HEADLESS_SERVICE}"),
 			volumes: waitLeaderVolume},
 		{name: "mp lws leader, 4 nodes", svcName: "VllmWorker", s: tp(4), role: render.RoleLeader,
@@ -251,7 +256,7 @@ func TestParityMultinodeVLLM(t *testing.T) {
 		{name: "ray (service annotation) grove leader", svcName: "VllmWorker", s: tp(2, rayAnn), grove: true, role: render.RoleLeader,
 			command: shellCmd, args: rayLeader, probes: probesKept, env: noNixl},
 		{name: "ray (service annotation) grove worker", svcName: "VllmWorker", s: tp(2, rayAnn), grove: true, role: render.RoleWorker,
-			command: shellCmd, args: strs("ray start --address=" + lg + ":6379 --block"), rankExport: true, probes: probesNone, env: noNixl},
+			command: shellCmd, args: strs("ray start --address=" + lg + ":6379 --block"), probes: probesNone, env: noNixl},
 		{name: "ray (DGD annotation) lws leader", svcName: "VllmWorker", s: tp(2),
 			dgdAnn: kvs("nvidia.com/vllm-distributed-executor-backend", "ray"), role: render.RoleLeader,
 			command: shellCmd, args: rayLeader, probes: probesKept, env: noNixl},
@@ -267,7 +272,7 @@ func TestParityMultinodeVLLM(t *testing.T) {
 			command: vllm, args: cat(dpArgs, dpFlags(lg)), probes: probesKept, env: nixl},
 		{name: "data parallel grove worker", svcName: "VllmWorker", s: dp, grove: true, role: render.RoleWorker,
 			command: strs("sh", "-c"), args: strs(dpWorker + "$(( 8 * " + rankGrove + " )) --data-parallel-address " + lg + " --data-parallel-rpc-port 13445"),
-			rankExport: true, probes: probesNone, env: nixl},
+			probes: probesNone, env: nixl},
 		{name: "data parallel lws leader", svcName: "VllmWorker", s: dp, role: render.RoleLeader,
 			command: vllm, args: cat(dpArgs, dpFlags(leaderLWS)), probes: probesKept, env: nixl},
 		// notes §3.1 writes `$(( 8 * $(LWS_WORKER_INDEX) ))` and says the kubelet
@@ -295,7 +300,7 @@ func TestParityMultinodeSGLang(t *testing.T) {
 			command: sg, args: cat(base, strs("--dist-init-addr", lg+":29500", "--nnodes", "2", "--node-rank", "0")), probes: probesKept, env: none},
 		{name: "grove worker", svcName: "SglangWorker", s: s(2), grove: true, role: render.RoleWorker,
 			command: strs("sh", "-c"), args: strs("exec python3 -m dynamo.sglang --model-path M --tp 16 --dist-init-addr " + lg + ":29500 --nnodes 2 --node-rank " + rankGrove),
-			rankExport: true, probes: probesNone, env: none},
+			probes: probesNone, env: none},
 		{name: "lws leader", svcName: "SglangWorker", s: s(2), role: render.RoleLeader,
 			command: sg, args: cat(base, strs("--dist-init-addr", "$(LWS_LEADER_ADDRESS):29500", "--nnodes", "2", "--node-rank", "0")), probes: probesKept, env: none},
 		{name: "lws worker", svcName: "SglangWorker", s: s(2), role: render.RoleWorker,
@@ -369,11 +374,72 @@ func TestParityMultinodeTRTLLM(t *testing.T) {
 			command: shellCmd, args: strs(strings.Join(cat(leaderSetup, strs(mpirun(16, g("ldr", 0)+","+g("wkr", 0)+","+g("wkr", 1)+","+g("wkr", 2)))), " && ")),
 			probes: probesKept, env: env, volumes: vol, mounts: mount},
 		{name: "grove worker", svcName: "TrtllmWorker", s: s(2), dgdAnn: ann, grove: true, role: render.RoleWorker,
-			command: shellCmd, args: strs(worker), rankExport: true, probes: probesSSH, env: env, volumes: vol, mounts: mount},
+			command: shellCmd, args: strs(worker), probes: probesSSH, env: env, volumes: vol, mounts: mount},
 		{name: "lws leader", svcName: "TrtllmWorker", s: s(2), dgdAnn: ann, role: render.RoleLeader,
 			command: shellCmd, args: strs(strings.Join(cat(leaderSetup, strs(dnsWait, mpirun(8, leaderLWS+","+lwsWorker1))), " && ")),
 			probes: probesKept, env: env, volumes: vol, mounts: mount},
 		{name: "lws worker", svcName: "TrtllmWorker", s: s(2), dgdAnn: ann, role: render.RoleWorker,
 			command: shellCmd, args: strs(worker), probes: probesSSH, env: env, volumes: vol, mounts: mount},
+	})
+}
+
+// TestParityMultinodeAliases (issue 38): the portable aliases where a command line or a
+// user's env names them. On Grove a worker's rank reaches its process only through its
+// shell (no env can hold it: Grove v0.1.0-alpha.12 labels no group-wide pod index and
+// the kubelet does no arithmetic), so every Grove worker runs one: a command line that is
+// no shell script is run by `sh -c "<export>; exec <line>"` with each kubelet reference
+// turned into the shell's (`"${NAME}"`, the same value), and in a script the references
+// to the aliases become the shell's (the kubelet would leave `$(DYNAMO_RANK)` literal:
+// the pod spec defines none). On LWS and on Grove leaders the kubelet expands them. A
+// user's own DYNAMO_RANK / DYNAMO_LEADER_ADDRESS is replaced (Dynamo: the operator owns
+// them) and ours come last, after the helpers the Grove address is built from (the
+// kubelet expands only variables defined earlier).
+func TestParityMultinodeAliases(t *testing.T) {
+	vllm := []string{"python3", "-m", "dynamo.vllm"}
+	onePod := []string{"--model", "M", "--tensor-parallel-size", "8"}
+	fits := svc("decode", img("1.6.0"), cmdOpt(vllm...), argsOpt(onePod...), gpuOpt("8"), nodesOpt(2))
+	// Dynamo 1.6's portable launch (docs "Portable Topology Environment Variables"):
+	// data parallel written by hand, no GPUs declared, so nothing is injected.
+	portable := []string{"--model", "M", "--data-parallel-size", "2", "--data-parallel-size-local", "1",
+		"--data-parallel-start-rank", "$(DYNAMO_RANK)", "--data-parallel-address", "$(DYNAMO_LEADER_ADDRESS)",
+		"--data-parallel-rpc-port", "13445", "--served-model-name", "$(POD_NAME)"}
+	byHand := svc("decode", img("1.6.0"), cmdOpt(vllm...), argsOpt(portable...), nodesOpt(2))
+	// Dynamo's role-specific example in one template: the user's mp flags with the
+	// aliases, TP 16 on 8 GPUs, so the operator's flags follow (and win).
+	userMP := []string{"--model", "Qwen/Qwen3-8B", "--tensor-parallel-size", "16", "--master-addr", "$(DYNAMO_LEADER_ADDRESS)", "--node-rank", "$(DYNAMO_RANK)"}
+	mp := svc("decode", img("1.6.0"), cmdOpt(vllm...), argsOpt(userMP...), gpuOpt("8"), nodesOpt(2))
+	script := `python3 serve.py --rank $(DYNAMO_RANK) --leader "$(DYNAMO_LEADER_ADDRESS)" --home $HOME`
+	custom := svc("decode", img("1.6.0"), cmdOpt("/bin/sh", "-c"), argsOpt(script), nodesOpt(2))
+	userEnv := svc("decode", img("1.6.0"), cmdOpt(vllm...), argsOpt(onePod...), gpuOpt("8"), nodesOpt(2),
+		mainEnvOpt(ev("DYNAMO_LEADER_ADDRESS", "mine"), ev("DYNAMO_RANK", "7"), ev("HF_HOME", "/hf")))
+	lg := leaderGrove("vllmworker")
+	nixl := map[string]string{"VLLM_NIXL_SIDE_CHANNEL_HOST": "field:status.podIP"}
+	waitGrove := waitForLeader("${GROVE_PCSG_NAME}-${GROVE_PCSG_INDEX}-vllmworker-ldr-0.${GROVE_HEADLESS_SERVICE}")
+	runMultinode(t, []mnCase{
+		{name: "grove worker, vLLM in one pod's GPUs: its command run by the rank's shell", svcName: "VllmWorker", s: fits, grove: true, role: render.RoleWorker,
+			command: strs("sh", "-c"), args: strs("exec python3 -m dynamo.vllm --model M --tensor-parallel-size 8"), probes: probesNone, env: nixl},
+		{name: "lws worker, vLLM in one pod's GPUs: unchanged", svcName: "VllmWorker", s: fits, role: render.RoleWorker,
+			command: vllm, args: onePod, probes: probesNone, env: nixl},
+		{name: "grove worker, portable launch: every kubelet reference the shell's", svcName: "VllmWorker", s: byHand, grove: true, role: render.RoleWorker,
+			command: strs("sh", "-c"), args: strs(`exec python3 -m dynamo.vllm --model M --data-parallel-size 2 --data-parallel-size-local 1 --data-parallel-start-rank "${DYNAMO_RANK}" --data-parallel-address "${DYNAMO_LEADER_ADDRESS}" --data-parallel-rpc-port 13445 --served-model-name "${POD_NAME}"`),
+			probes: probesNone, env: nixl},
+		{name: "grove leader, portable launch: the kubelet's", svcName: "VllmWorker", s: byHand, grove: true, role: render.RoleLeader,
+			command: vllm, args: portable, probes: probesKept, env: nixl},
+		{name: "lws worker, portable launch: the kubelet's", svcName: "VllmWorker", s: byHand, role: render.RoleWorker,
+			command: vllm, args: portable, probes: probesNone, env: nixl},
+		{name: "grove worker, the user's mp flags with the aliases, quoted for the shell", svcName: "VllmWorker", s: mp, grove: true, role: render.RoleWorker,
+			command: strs("sh", "-c"), args: strs(`exec python3 -m dynamo.vllm --model Qwen/Qwen3-8B --tensor-parallel-size 16 --master-addr "${DYNAMO_LEADER_ADDRESS}" --node-rank "${DYNAMO_RANK}" --distributed-executor-backend mp --nnodes 2 --master-addr ` + lg + " --master-port 29500 --node-rank " + rankGrove + " --headless"),
+			probes: probesNone, env: nixl, init: waitGrove, volumes: waitLeaderVolume},
+		{name: "grove worker, a user's script: the aliases the shell's, the rest as written", svcName: "Custom", s: custom, grove: true, role: render.RoleWorker,
+			command: shellCmd, args: strs(`python3 serve.py --rank ${DYNAMO_RANK} --leader "${DYNAMO_LEADER_ADDRESS}" --home $HOME`), probes: probesKept},
+		{name: "lws worker, a user's script: unchanged", svcName: "Custom", s: custom, role: render.RoleWorker,
+			command: shellCmd, args: strs(script), probes: probesKept},
+		{name: "grove worker, the user's aliases replaced, its rank dropped", svcName: "VllmWorker", s: userEnv, grove: true, role: render.RoleWorker,
+			command: strs("sh", "-c"), args: strs("exec python3 -m dynamo.vllm --model M --tensor-parallel-size 8"), probes: probesNone,
+			env: map[string]string{"HF_HOME": "/hf"}},
+		{name: "grove leader, the user's aliases replaced", svcName: "VllmWorker", s: userEnv, grove: true, role: render.RoleLeader,
+			command: vllm, args: onePod, probes: probesKept, env: map[string]string{"HF_HOME": "/hf"}},
+		{name: "lws worker, the user's aliases replaced", svcName: "VllmWorker", s: userEnv, role: render.RoleWorker,
+			command: vllm, args: onePod, probes: probesNone, env: map[string]string{"HF_HOME": "/hf"}},
 	})
 }

@@ -77,12 +77,20 @@ func Framework(leader *Member) string {
 //   - TRT-LLM: the leader's mpirun -H has N hosts. The first is the leader, and every other one is a
 //     distinct worker pod of the gang. -n == N × GPUs per pod ([GPUsPerPod]). Workers run
 //     sshd (notes §5);
-//   - DYNAMO_RANK and DYNAMO_LEADER_ADDRESS, when a member sets them, equal the
-//     member's rank and the leader address it uses.
+//   - DYNAMO_RANK and DYNAMO_LEADER_ADDRESS, where a member defines them, in its pod
+//     spec (what the kubelet resolves: what `$(DYNAMO_RANK)` in its args becomes, what an
+//     exec probe or `kubectl exec` sees) and in its process (with its shell's exports:
+//     [ShellEnv]), equal the member's rank and the leader address it uses. An empty value
+//     is wrong: a rank read from a label the pod lacks is "".
 func Check(g *Gang, nodeCount int) []string {
 	if g == nil {
 		return []string{"nil gang"}
 	}
+	return inspect(g, nodeCount).out
+}
+
+// inspect runs every check of [Check] and keeps what it read of each member.
+func inspect(g *Gang, nodeCount int) *checker {
 	c := &checker{g: g, n: nodeCount, peers: g.Peers, rank: map[*Member]int{}, addr: map[*Member]string{}}
 	if c.peers == nil {
 		for _, m := range g.Members {
@@ -95,7 +103,7 @@ func Check(g *Gang, nodeCount int) []string {
 	}
 	if g.Leader == nil {
 		c.addf("gang has no leader pod")
-		return c.out
+		return c
 	}
 	for _, m := range g.Members {
 		if m.Err != nil {
@@ -105,7 +113,7 @@ func Check(g *Gang, nodeCount int) []string {
 		}
 	}
 	if g.Leader.Err != nil {
-		return c.out
+		return c
 	}
 	switch fw := Framework(g.Leader); fw {
 	case FrameworkVLLMMP:
@@ -127,7 +135,7 @@ func Check(g *Gang, nodeCount int) []string {
 		c.member(g.Leader, "no known launcher (dynamo.vllm, dynamo.sglang, mpirun, ray start) in argv %q", g.Leader.Argv)
 	}
 	c.aliases()
-	return c.out
+	return c
 }
 
 type checker struct {
@@ -265,28 +273,117 @@ func podNames(pods []*corev1.Pod) string {
 	return strings.Join(names, ",")
 }
 
-// aliases checks DYNAMO_RANK and DYNAMO_LEADER_ADDRESS, as the process the member runs
-// sees them (its shell's exports included: ShellEnv), against what the argv says.
+// aliases checks DYNAMO_RANK and DYNAMO_LEADER_ADDRESS where a member defines them: in
+// its pod spec (m.Env, as the kubelet resolves it) and in its process (ShellEnv). The
+// process is judged only where it sees another value than the spec (its shell exported
+// one), so one wrong value is reported once.
 func (c *checker) aliases() {
 	for _, m := range c.live {
-		env := ShellEnv(m.Expanded, m.Env)
-		if v, ok := env[EnvDynamoRank]; ok {
-			if r, known := c.rank[m]; known && v != strconv.Itoa(r) {
-				c.member(m, "%s=%q but its rank is %d", EnvDynamoRank, v, r)
-			} else if !known && Framework(c.g.Leader) != FrameworkRay {
-				c.member(m, "%s=%q but its rank is unknown", EnvDynamoRank, v)
-			}
-		}
-		if v, ok := env[EnvDynamoLeaderAddress]; ok {
-			if h, _, err := net.SplitHostPort(v); err == nil {
-				v = h // host:port is accepted too
-			}
-			if a, known := c.addr[m]; known && v != a {
-				c.member(m, "%s=%q but it uses leader address %q", EnvDynamoLeaderAddress, v, a)
-			}
-			c.resolvesToLeader(m, EnvDynamoLeaderAddress, v)
+		spec, proc := m.Env, ShellEnv(m.Expanded, m.Env)
+		c.alias(m, "pod spec", spec)
+		if proc[EnvDynamoRank] != spec[EnvDynamoRank] || proc[EnvDynamoLeaderAddress] != spec[EnvDynamoLeaderAddress] {
+			c.alias(m, "process", proc)
 		}
 	}
+}
+
+// alias checks the aliases of member m in env, where (pod spec or process) says which.
+func (c *checker) alias(m *Member, where string, env map[string]string) {
+	if v, ok := env[EnvDynamoRank]; ok {
+		if r := c.expectedRank(m); v != strconv.Itoa(r) {
+			c.member(m, "%s %s=%q but its rank is %d", where, EnvDynamoRank, v, r)
+		}
+	}
+	if v, ok := env[EnvDynamoLeaderAddress]; ok {
+		if h, _, err := net.SplitHostPort(v); err == nil {
+			v = h // host:port is accepted too
+		}
+		if a, known := c.addr[m]; known && v != a {
+			c.member(m, "%s %s=%q but it uses leader address %q", where, EnvDynamoLeaderAddress, v, a)
+		}
+		c.resolvesToLeader(m, where+" "+EnvDynamoLeaderAddress, v)
+	}
+}
+
+// expectedRank is a member's rank as its command line gives it, else (a Ray worker,
+// whose rank Ray assigns) its place in the gang: the leader first, then the workers in
+// their index order (LWS worker-index; Grove clique pod index, after the leader clique).
+func (c *checker) expectedRank(m *Member) int {
+	if r, ok := c.rank[m]; ok {
+		return r
+	}
+	for i, o := range c.g.Members {
+		if o == m {
+			return i
+		}
+	}
+	return -1
+}
+
+// Unset is how [View] shows a variable a member does not define.
+const Unset = "<unset>"
+
+// View is one gang member as its process starts, read by the checks of [Check]: its
+// rank and leader as its command line gives them, and the portable aliases.
+type View struct {
+	// Pod is the member's pod name.
+	Pod string
+	// Rank is the member's rank as its command line gives it (--node-rank, the vLLM
+	// data-parallel start rank over the local size, its place in the leader's mpirun
+	// -H list), or -1 when it gives none (a Ray worker: Ray assigns it).
+	Rank int
+	// Leader is the pod the leader address of its command line resolves to ("" when it
+	// names none or reaches no single pod).
+	Leader string
+	// SpecRank and SpecLeader are DYNAMO_RANK and DYNAMO_LEADER_ADDRESS in the pod spec
+	// as the kubelet resolves them, or Unset.
+	SpecRank, SpecLeader string
+	// EnvRank and EnvLeader are the same in the process (its shell's exports
+	// included), or Unset; EnvLeaderPod is the pod EnvLeader resolves to.
+	EnvRank, EnvLeader, EnvLeaderPod string
+}
+
+// Views is what each member of g (the leader first) starts with, as [Check] reads it.
+func Views(g *Gang, nodeCount int) []View {
+	if g == nil {
+		return nil
+	}
+	c := inspect(g, nodeCount)
+	var out []View
+	for _, m := range g.Members {
+		proc := ShellEnv(m.Expanded, m.Env)
+		v := View{Pod: m.Pod.Name, Rank: -1, SpecRank: lookup(m.Env, EnvDynamoRank), SpecLeader: lookup(m.Env, EnvDynamoLeaderAddress),
+			EnvRank: lookup(proc, EnvDynamoRank), EnvLeader: lookup(proc, EnvDynamoLeaderAddress)}
+		if r, ok := c.rank[m]; ok {
+			v.Rank = r
+		}
+		if a, ok := c.addr[m]; ok {
+			v.Leader = c.podAt(m, a)
+		}
+		if v.EnvLeader != Unset {
+			v.EnvLeaderPod = c.podAt(m, v.EnvLeader)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// podAt is the one pod host (or host:port) reaches from member m, or "".
+func (c *checker) podAt(m *Member, host string) string {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if pods := Resolve(c.peers, host, m.Pod.Namespace); len(pods) == 1 {
+		return pods[0].Name
+	}
+	return ""
+}
+
+func lookup(env map[string]string, name string) string {
+	if v, ok := env[name]; ok {
+		return v
+	}
+	return Unset
 }
 
 // flagValue returns the last value of --name, given as `--name v` or `--name=v`.

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -233,4 +234,88 @@ func TestAliases(t *testing.T) {
 		}
 	}
 	expectViolation(t, GroupLWS(pods)["team/llm-vllmworker-0/0"], 4, `DYNAMO_RANK="3" but its rank is 2`)
+}
+
+// groveAliases is sglang on Grove with the portable aliases in the template's env, as
+// this operator's render.Grove wrote them before issue 38: DYNAMO_LEADER_ADDRESS from the
+// PCSG labels through two helper variables defined before it, DYNAMO_RANK "0" on the
+// leader and, on a worker, from the group-wide pod index label, with the worker's shell
+// exporting the rank from its clique index.
+func groveAliases(d deployer, svc string, leader bool, n int) corev1.Container {
+	c := sglang(d, svc, leader, n)
+	c.Env = append(c.Env,
+		fieldEnv("DYNAMO_GROVE_PCSG_NAME", "metadata.labels['grove.io/podcliquescalinggroup']"),
+		fieldEnv("DYNAMO_GROVE_PCSG_INDEX", "metadata.labels['grove.io/podcliquescalinggroup-replica-index']"),
+		corev1.EnvVar{Name: EnvDynamoLeaderAddress, Value: "$(DYNAMO_GROVE_PCSG_NAME)-$(DYNAMO_GROVE_PCSG_INDEX)-" + svc + "-ldr-0.llm-0." + testNS + ".svc.cluster.local"})
+	if leader {
+		return withEnv(c, corev1.EnvVar{Name: EnvDynamoRank, Value: "0"})
+	}
+	c.Args[0] = "export DYNAMO_RANK=$((GROVE_PCLQ_POD_INDEX + 1)); " + c.Args[0]
+	return withEnv(c, fieldEnv(EnvDynamoRank, "metadata.labels['grove.io/podcliquescalinggroup-pod-index']"))
+}
+
+func withEnv(c corev1.Container, e ...corev1.EnvVar) corev1.Container {
+	c.Env = append(c.Env, e...)
+	return c
+}
+
+// TestGroveAliasesInThePodSpec (issue 38): on Grove v0.1.0-alpha.12 a worker's
+// DYNAMO_RANK read from grove.io/podcliquescalinggroup-pod-index is "" in its pod spec
+// (Grove sets no such label) though its shell exports the right rank: the kubelet's
+// $(DYNAMO_RANK), an exec probe or `kubectl exec` see "". Check reports the pod spec's
+// value; with the env gone and the export kept the gang is clean, and so is the process.
+// A leader address defined before its helper variables stays a literal (the kubelet
+// expands only variables defined earlier in the list) and reaches no pod.
+func TestGroveAliasesInThePodSpec(t *testing.T) {
+	g := gangByLeader(t, GroupGrove(groveReplica("llm", "vllmworker", 0, 3, groveAliases)), "llm-0-vllmworker-0-")
+	expectViolation(t, g, 3, `pod spec DYNAMO_RANK="" but its rank is 1`, `pod spec DYNAMO_RANK="" but its rank is 2`)
+	if v := strings.Join(Check(g, 3), "\n"); strings.Contains(v, "process") || strings.Contains(v, "leader") {
+		t.Errorf("only the workers' pod spec rank is wrong; got:\n%s", v)
+	}
+
+	noRankEnv := func(d deployer, svc string, leader bool, n int) corev1.Container {
+		c := groveAliases(d, svc, leader, n)
+		if !leader {
+			c.Env = c.Env[:len(c.Env)-1]
+		}
+		return c
+	}
+	g = gangByLeader(t, GroupGrove(groveReplica("llm", "vllmworker", 0, 3, noRankEnv)), "llm-0-vllmworker-0-")
+	if v := Check(g, 3); len(v) != 0 {
+		t.Errorf("rank exported by the shell only: unexpected violations %q", v)
+	}
+	want := []View{
+		{Rank: 0, Leader: "leader", SpecRank: "0", EnvRank: "0", EnvLeaderPod: "leader"},
+		{Rank: 1, Leader: "leader", SpecRank: Unset, EnvRank: "1", EnvLeaderPod: "leader"},
+		{Rank: 2, Leader: "leader", SpecRank: Unset, EnvRank: "2", EnvLeaderPod: "leader"},
+	}
+	got := Views(g, 3)
+	for i := range got {
+		if got[i].Leader == g.Leader.Pod.Name {
+			got[i].Leader = "leader"
+		}
+		if got[i].EnvLeaderPod == g.Leader.Pod.Name {
+			got[i].EnvLeaderPod = "leader"
+		}
+		if got[i].SpecLeader != got[i].EnvLeader || !strings.HasPrefix(got[i].EnvLeader, "llm-0-vllmworker-0-vllmworker-ldr-0.") {
+			t.Errorf("member %d: leader address in spec %q, in process %q", i, got[i].SpecLeader, got[i].EnvLeader)
+		}
+		got[i].Pod, got[i].SpecLeader, got[i].EnvLeader = "", "", ""
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Views: -want +got\n%s", d)
+	}
+
+	misordered := func(d deployer, svc string, leader bool, n int) corev1.Container {
+		c := noRankEnv(d, svc, leader, n)
+		e := c.Env
+		i := len(e) - 3 // the two helpers, then the address (and the leader's rank)
+		if leader {
+			i--
+		}
+		e[i], e[i+1], e[i+2] = e[i+2], e[i], e[i+1]
+		return c
+	}
+	g = gangByLeader(t, GroupGrove(groveReplica("llm", "vllmworker", 0, 2, misordered)), "llm-0-vllmworker-0-")
+	expectViolation(t, g, 2, `pod spec DYNAMO_LEADER_ADDRESS="$(DYNAMO_GROVE_PCSG_NAME)-$(DYNAMO_GROVE_PCSG_INDEX)-vllmworker-ldr-0.llm-0.team.svc.cluster.local" but it uses leader address`)
 }

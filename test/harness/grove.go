@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"maps"
 	"sort"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	grovefake "github.com/dgd-rollout/operator/test/grove"
 )
 
 // The fake Grove below plays the Grove operator v0.1.0-alpha.12-rc1 (tag
@@ -44,9 +44,9 @@ import (
 //     this fake also plays (envtest runs none);
 //   - labels: PCSGs carry only Grove's labels (managed-by grove-operator, part-of,
 //     name, component, replica index: PCSC/components/podcliquescalinggroup), never the
-//     clique template's; PodCliques carry the template's labels overridden by Grove's
-//     (PCSC/components/podclique getLabels); pods carry the PodClique's plus their own
-//     (PCLQC/components/pod);
+//     clique template's; PodCliques and pods, with their labels, env, hostname and
+//     subdomain, are built by test/grove (StandalonePodClique, ScalingGroupPodClique,
+//     Pod), which documents what Grove sets on them and nothing more;
 //   - timing: no PodClique exists before the service-account token Secret is filled,
 //     which the PodCliqueSet controller notices on a 5 s requeue (PCSC satokensecret);
 //     a PCSG replica beyond minAvailable is a scaled PodGang whose pods keep their
@@ -87,7 +87,6 @@ type GroveTiming struct {
 var DefaultGroveTiming = GroveTiming{Token: 5 * time.Second, Gate: 5 * time.Second}
 
 const (
-	groveGate = "grove.io/podgang-pending-creation"
 	// maxGroveWait bounds how long one Play waits for the fake's next timed action.
 	maxGroveWait = 20 * time.Second
 )
@@ -403,30 +402,21 @@ func (s *groveStep) syncSet(ctx context.Context, pcs *grovev1.PodCliqueSet) erro
 		if inGroup[t.Name] {
 			continue
 		}
-		name := apicommon.GeneratePodCliqueName(replica, t.Name)
-		labels := cliqueLabels(pcs, t, map[string]string{apicommon.LabelAppNameKey: name,
-			apicommon.LabelComponentKey: apicommon.LabelComponentNamePodCliqueSetPodClique, apicommon.LabelPodGang: apicommon.GenerateBasePodGangName(replica)})
-		have, _ := s.find(name, "PodClique").(*grovev1.PodClique)
+		want := grovefake.StandalonePodClique(pcs, t)
+		have, _ := s.find(want.Name, "PodClique").(*grovev1.PodClique)
 		if have == nil {
-			pclq := &grovev1.PodClique{
-				ObjectMeta: metav1.ObjectMeta{Namespace: pcs.Namespace, Name: name, Labels: labels, Annotations: t.Annotations,
-					Finalizers: []string{groveconst.FinalizerPodClique}},
-				Spec: *t.Spec.DeepCopy(),
-			}
-			pclq.Spec.StartsAfter = nil
-			if err := s.create(ctx, pcs, pclq); err != nil {
+			if err := s.create(ctx, pcs, want); err != nil {
 				return err
 			}
 			continue
 		}
 		// The PodCliqueSet controller rewrites a standalone PodClique's labels and spec
 		// from the template on every reconcile, keeping its replicas.
-		want := *t.Spec.DeepCopy()
-		want.Replicas, want.StartsAfter = have.Spec.Replicas, nil
-		if !mapsEqual(have.Labels, labels) || !jsonEqual(have.Spec, want) {
-			have.Labels, have.Spec = labels, want
+		want.Spec.Replicas = have.Spec.Replicas
+		if !mapsEqual(have.Labels, want.Labels) || !jsonEqual(have.Spec, want.Spec) {
+			have.Labels, have.Spec = want.Labels, want.Spec
 			if err := s.e.Client.Update(ctx, have); err != nil && !apierrors.IsConflict(err) {
-				return fmt.Errorf("fake Grove: updating PodClique %s: %w", name, err)
+				return fmt.Errorf("fake Grove: updating PodClique %s: %w", want.Name, err)
 			}
 			s.changed = true
 		}
@@ -495,38 +485,7 @@ func (s *groveStep) ensureMember(ctx context.Context, pcs *grovev1.PodCliqueSet,
 	if t == nil {
 		return nil
 	}
-	minAvailable := int(ptr.Deref(g.Spec.MinAvailable, 1))
-	gang := apicommon.GeneratePodGangNameForPodCliqueOwnedByPCSG(pcs, 0, g, j)
-	extra := map[string]string{apicommon.LabelAppNameKey: name, apicommon.LabelComponentKey: apicommon.LabelComponentNamePodCliqueScalingGroupPodClique,
-		apicommon.LabelPodCliqueScalingGroup: g.Name, apicommon.LabelPodGang: gang,
-		apicommon.LabelPodCliqueScalingGroupReplicaIndex: strconv.Itoa(j)}
-	if j >= minAvailable {
-		extra[apicommon.LabelBasePodGang] = apicommon.GenerateBasePodGangName(apicommon.ResourceNameReplica{Name: pcs.Name, Replica: 0})
-	}
-	spec := *t.Spec.DeepCopy()
-	spec.StartsAfter = nil
-	var numPods int32
-	for _, c := range pcs.Spec.Template.Cliques {
-		for _, n := range g.Spec.CliqueNames {
-			if c.Name == n {
-				numPods += c.Spec.Replicas
-			}
-		}
-	}
-	pcsgEnv := []corev1.EnvVar{
-		{Name: groveconst.EnvVarPodCliqueScalingGroupName, ValueFrom: labelRef(apicommon.LabelPodCliqueScalingGroup)},
-		{Name: groveconst.EnvVarPodCliqueScalingGroupTemplateNumPods, Value: strconv.Itoa(int(numPods))},
-		{Name: groveconst.EnvVarPodCliqueScalingGroupIndex, ValueFrom: labelRef(apicommon.LabelPodCliqueScalingGroupReplicaIndex)},
-	}
-	for k := range spec.PodSpec.Containers {
-		spec.PodSpec.Containers[k].Env = append(spec.PodSpec.Containers[k].Env, pcsgEnv...)
-	}
-	pclq := &grovev1.PodClique{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pcs.Namespace, Name: name, Labels: cliqueLabels(pcs, t, extra),
-			Annotations: t.Annotations, Finalizers: []string{groveconst.FinalizerPodClique}},
-		Spec: spec,
-	}
-	return s.create(ctx, g, pclq)
+	return s.create(ctx, g, grovefake.ScalingGroupPodClique(pcs, g, j, t))
 }
 
 // rollScalingGroup replaces gangs whose PodCliques run an older template: unavailable
@@ -536,7 +495,7 @@ func (s *groveStep) rollScalingGroup(ctx context.Context, pcs *grovev1.PodClique
 	var old []int
 	for j, ms := range members {
 		for _, m := range ms {
-			if t := templateOf(pcs, m.Name); t != nil && m.Labels[apicommon.LabelPodTemplateHash] != podTemplateHash(t) {
+			if t := templateOf(pcs, m.Name); t != nil && m.Labels[apicommon.LabelPodTemplateHash] != grovefake.PodTemplateHash(t) {
 				old = append(old, j)
 				break
 			}
@@ -763,20 +722,6 @@ func groveLabels(pcs string, extra map[string]string) map[string]string {
 	return out
 }
 
-// cliqueLabels are a PodClique's labels: the template's, overridden by Grove's.
-func cliqueLabels(pcs *grovev1.PodCliqueSet, t *grovev1.PodCliqueTemplateSpec, extra map[string]string) map[string]string {
-	out := map[string]string{}
-	for k, v := range t.Labels {
-		out[k] = v
-	}
-	for k, v := range groveLabels(pcs.Name, extra) {
-		out[k] = v
-	}
-	out[apicommon.LabelPodCliqueSetReplicaIndex] = "0"
-	out[apicommon.LabelPodTemplateHash] = podTemplateHash(t)
-	return out
-}
-
 // templateOf finds the clique template a PodClique was made from (Grove matches by
 // name suffix).
 func templateOf(pcs *grovev1.PodCliqueSet, pclq string) *grovev1.PodCliqueTemplateSpec {
@@ -786,19 +731,6 @@ func templateOf(pcs *grovev1.PodCliqueSet, pclq string) *grovev1.PodCliqueTempla
 		}
 	}
 	return nil
-}
-
-// podTemplateHash is Grove's per-clique pod template hash: a digest of the template's
-// labels, annotations and pod spec (not its replicas).
-func podTemplateHash(t *grovev1.PodCliqueTemplateSpec) string {
-	raw, _ := json.Marshal([]any{t.Labels, t.Annotations, t.Spec.PodSpec})
-	h := fnv.New64a()
-	_, _ = h.Write(raw)
-	return fmt.Sprintf("%x", h.Sum64())
-}
-
-func labelRef(key string) *corev1.EnvVarSource {
-	return &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: fmt.Sprintf("metadata.labels['%s']", key)}}
 }
 
 func mapsEqual(a, b map[string]string) bool {

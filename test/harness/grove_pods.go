@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/test/dynamoview"
+	grovefake "github.com/dgd-rollout/operator/test/grove"
 )
 
 // syncPodCliques plays the PodClique controller (with kube-scheduler and the kubelet)
@@ -137,46 +138,13 @@ func (s *groveStep) scalePods(ctx context.Context, pcs *grovev1.PodCliqueSet, c 
 		if used[k] {
 			continue
 		}
-		p := s.newPod(pcs, c, k)
+		p := grovefake.Pod(pcs, c, k)
 		if err := s.create(ctx, c, p); err != nil {
 			return nil, err
 		}
 		pods = append(pods, p)
 	}
 	return pods, nil
-}
-
-// newPod builds pod k of a PodClique as Grove does (PCLQC/components/pod/pod.go).
-func (s *groveStep) newPod(pcs *grovev1.PodCliqueSet, c *grovev1.PodClique, k int) *corev1.Pod {
-	labels := groveLabels(pcs.Name, nil)
-	for key, v := range c.Labels {
-		labels[key] = v
-	}
-	labels[apicommon.LabelPodClique] = c.Name
-	labels[apicommon.LabelPodCliqueSetReplicaIndex] = "0"
-	labels[apicommon.LabelPodCliquePodIndex] = strconv.Itoa(k)
-	replica := apicommon.ResourceNameReplica{Name: pcs.Name, Replica: 0}
-	spec := *c.Spec.PodSpec.DeepCopy()
-	spec.Hostname = fmt.Sprintf("%s-%d", c.Name, k)
-	spec.Subdomain = apicommon.GenerateHeadlessServiceName(replica)
-	spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: groveGate}}
-	env := []corev1.EnvVar{
-		{Name: groveconst.EnvVarPodCliqueSetName, Value: pcs.Name},
-		{Name: groveconst.EnvVarPodCliqueSetIndex, Value: "0"},
-		{Name: groveconst.EnvVarPodCliqueName, Value: c.Name},
-		{Name: groveconst.EnvVarHeadlessService, Value: apicommon.GenerateHeadlessServiceAddress(replica, pcs.Namespace)},
-		{Name: groveconst.EnvVarPodIndex, ValueFrom: labelRef(apicommon.LabelPodCliquePodIndex)},
-	}
-	for i := range spec.Containers {
-		spec.Containers[i].Env = append(spec.Containers[i].Env, env...)
-	}
-	for i := range spec.InitContainers {
-		spec.InitContainers[i].Env = append(spec.InitContainers[i].Env, env...)
-	}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, GenerateName: c.Name + "-", Labels: labels, Annotations: c.Annotations},
-		Spec:       spec,
-	}
 }
 
 // schedule removes the scheduling gate where Grove would and binds ungated pods as
