@@ -66,8 +66,12 @@ func deployment(t traffic.Traffic) (*appsv1.Deployment, error) {
 		// The token is mounted into the agent alone (tokenVolume), not into HAProxy.
 		AutomountServiceAccountToken: ptr.To(false),
 		EnableServiceLinks:           ptr.To(false),
-		// HAProxy's soft stop lets streams in flight finish, bounded by hard-stop-after
-		// (the same drain timeout, written into haproxy.cfg by the agent).
+		// A pod told to stop gets the image's STOPSIGNAL, SIGUSR1 in the Docker library
+		// image: HAProxy's soft stop, which lets streams in flight finish, bounded by
+		// hard-stop-after (this drain timeout, in haproxy.cfg). The runtime uses a
+		// container spec's stop signal, else the image's, else SIGTERM (KEP-4960,
+		// kubernetes/enhancements keps/sig-node/4960-container-stop-signals): an image
+		// without STOPSIGNAL gets SIGTERM, HAProxy's hard stop.
 		TerminationGracePeriodSeconds: ptr.To(int64(drain) + 5),
 		SecurityContext: &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To(nonRoot),
 			RunAsGroup: ptr.To(nonRoot), FSGroup: ptr.To(nonRoot),
