@@ -30,6 +30,15 @@ func (Provider) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
 	agreed, agree, current, live := map[string]int32(nil), true, 0, 0
 	for _, pod := range o.Pods {
 		if pod.DeletionTimestamp != nil {
+			// A terminating proxy pod still finishes its streams (HAProxy's soft stop):
+			// they are in flight to their cohorts, whose frontends must outlive them.
+			if r, ok := reports[pod.Name]; ok {
+				for hash, c := range r.Cohorts {
+					if c.InFlight > 0 {
+						e.InFlight[hash] += c.InFlight
+					}
+				}
+			}
 			continue
 		}
 		live++

@@ -49,10 +49,12 @@ func TestEffect(t *testing.T) {
 			reports: map[string]string{"llm-frontend-proxy-a": applied.json()}},
 			traffic.Effect{Serving: true, InFlight: map[string]int64{stable: 4, candidate: 2},
 				Message: "proxy pod llm-frontend-proxy-b has not reported"}},
-		"a terminating pod ignored": {tr, observed{ready: 1, pods: []metav1.PartialObjectMetadata{pod("llm-frontend-proxy-a"), terminating("llm-frontend-proxy-b")},
+		// A terminating pod's version does not hold the split back, but the streams it
+		// still finishes are in flight (3 more on the stable cohort).
+		"a terminating pod ignored but its streams counted": {tr, observed{ready: 1, pods: []metav1.PartialObjectMetadata{pod("llm-frontend-proxy-a"), terminating("llm-frontend-proxy-b")},
 			reports: map[string]string{"llm-frontend-proxy-a": applied.json(), "llm-frontend-proxy-b": lagging.json()}},
 			traffic.Effect{InEffect: true, Serving: true, Weights: map[string]int32{stable: 70, candidate: 30},
-				InFlight: map[string]int64{stable: 4, candidate: 2}, InFlightKnown: true}},
+				InFlight: map[string]int64{stable: 7, candidate: 2}, InFlightKnown: true}},
 		"no pods": {tr, observed{reports: map[string]string{"llm-frontend-proxy-a": applied.json()}},
 			traffic.Effect{InFlight: map[string]int64{}, InFlightKnown: true, Message: "Deployment llm-frontend-proxy has no live proxy pod"}},
 		"a report of a pod that no longer exists ignored": {tr, observed{ready: 1, pods: pods[:1],
