@@ -189,7 +189,9 @@ func weightsOf(v *view, c course, cohorts []cohortState) (map[string]int32, stri
 	goal, canary := c.h.goalHash(), c.h.update.WorkerHash
 	switch {
 	case len(routable) == 0:
-		return previousWeights(v, cohorts, goal), ""
+		// No cohort can serve: none is asked to (the proxy then serves nothing, and the
+		// entry Service selects the frontend pods again: entrySelector).
+		return fill(cohorts, nil), ""
 	case c.aborted && contains(routable, goal):
 		return whole(cohorts, goal), ""
 	}
@@ -211,34 +213,6 @@ func weightsOf(v *view, c course, cohorts []cohortState) (map[string]int32, stri
 		return capped, waiting
 	}
 	return percents(cohorts, shares), ""
-}
-
-// previousWeights are the weights status.cohorts last asked for the cohorts still
-// there, or all on goal (the first split, before anything is routable): a split is
-// never moved onto cohorts of which none can serve.
-func previousWeights(v *view, cohorts []cohortState, goal string) map[string]int32 {
-	prev := map[string]int32{}
-	var sum int32
-	for _, cs := range v.dgd.Status.Cohorts {
-		for _, now := range cohorts {
-			if now.hash == cs.Hash && now.frontLive {
-				prev[cs.Hash] = cs.Weight
-				sum += cs.Weight
-			}
-		}
-	}
-	if sum == 100 {
-		return fill(cohorts, prev)
-	}
-	for _, cs := range cohorts {
-		if cs.frontLive && (cs.hash == goal || len(cohorts) == 1) {
-			return whole(cohorts, cs.hash)
-		}
-	}
-	if len(cohorts) > 0 {
-		return whole(cohorts, cohorts[0].hash)
-	}
-	return map[string]int32{}
 }
 
 // whole puts 100 on hash and 0 on every other cohort.
