@@ -392,6 +392,15 @@ func drainHold(v *view, c course, plan planner.Plan, tp *trafficPlan) {
 		drained[w.Hash] = (d || !seen) && v.targetOf(c.h, plan, w) == 0
 	}
 	var why []string
+	if c.aborted {
+		// An abort puts 100% back on the stable cohort first: no other cohort loses a
+		// replica before its weight 0 is in effect.
+		for _, hash := range shrunk(v, c, plan) {
+			if msg := weightZeroInEffect(c, tp, hash); msg != "" {
+				why = append(why, msg)
+			}
+		}
+	}
 	for _, hash := range sortedKeys(drained) {
 		if !drained[hash] || !hasLiveFrontend(v, hash) {
 			continue
@@ -406,6 +415,29 @@ func drainHold(v *view, c course, plan planner.Plan, tp *trafficPlan) {
 	if len(why) > 0 {
 		tp.hold = strings.Join(why, "; ")
 	}
+}
+
+// shrunk are the revisions other than the goal whose replicas the plan lowers and that
+// have a live cohort frontend, sorted.
+func shrunk(v *view, c course, plan planner.Plan) []string {
+	seen := map[string]bool{}
+	for _, w := range v.workers() {
+		if !w.Terminating && w.Hash != c.h.goalHash() && v.targetOf(c.h, plan, w) < w.Replicas && hasLiveFrontend(v, w.Hash) {
+			seen[w.Hash] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// weightZeroInEffect says why cohort hash still takes traffic ("" once every provider
+// has its weight 0 in effect).
+func weightZeroInEffect(c course, tp *trafficPlan, hash string) string {
+	for _, f := range tp.fronts {
+		if !f.effect.InEffect || f.effect.Weights == nil || f.effect.Weights[hash] != 0 {
+			return fmt.Sprintf("revision %d's cohort shrinks once its weight 0 is in effect (%s)", c.h.number(hash), orNone(f.effect.Message, f.t.Entry))
+		}
+	}
+	return ""
 }
 
 // hasLiveFrontend reports whether revision hash has a live cohort frontend (a revision
@@ -429,10 +461,8 @@ func cohortDrained(v *view, c course, tp *trafficPlan, hash string) (string, tim
 			since = cs.DrainingSince.Time
 		}
 	}
-	for _, f := range tp.fronts {
-		if !f.effect.InEffect || f.effect.Weights == nil || f.effect.Weights[hash] != 0 {
-			return fmt.Sprintf("revision %d's cohort goes once its weight 0 is in effect (%s)", n, orNone(f.effect.Message, f.t.Entry)), 0
-		}
+	if msg := weightZeroInEffect(c, tp, hash); msg != "" {
+		return fmt.Sprintf("revision %d's cohort goes once its weight 0 is in effect (%s)", n, orNone(firstMessage(tp), tp.fronts[0].t.Entry)), 0
 	}
 	tp.draining[hash] = since
 	spec := trafficSpec(v.dgd)
@@ -458,6 +488,16 @@ func cohortDrained(v *view, c course, tp *trafficPlan, hash string) (string, tim
 		}
 	}
 	return "", 0
+}
+
+// firstMessage is the first provider's Effect message that says something, or "".
+func firstMessage(tp *trafficPlan) string {
+	for _, f := range tp.fronts {
+		if f.effect.Message != "" {
+			return f.effect.Message
+		}
+	}
+	return ""
 }
 
 func orNone(msg, entry string) string {

@@ -117,3 +117,100 @@ var _ = Describe("cohorts", func() {
 		Expect(shared).To(BeNumerically(">", 0), "no state split the traffic between the two cohorts")
 	})
 })
+
+// weightsOf is status.cohorts' weights asked and in effect, by revision.
+func weightsOf(s harness.Snapshot) map[int64][2]int32 {
+	out := map[int64][2]int32{}
+	for _, c := range s.DGD.Status.Cohorts {
+		in := int32(-1)
+		if c.WeightInEffect != nil {
+			in = *c.WeightInEffect
+		}
+		out[c.Revision] = [2]int32{c.Weight, in}
+	}
+	return out
+}
+
+var _ = Describe("a canary of cohorts", func() {
+	It("holds setWeight 25 and 50 with a header route, aborts to 100% on the stable cohort first, retries and completes", func() {
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "can").Disagg(4, 4, "vllm:v1").Obj()
+		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Frontends: v1alpha1.FrontendsPerRevision}
+		deploy(obj)
+		update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) {
+			dynamoUpgrade("2")(d)
+			d.Spec.Rollout.Steps = []v1alpha1.RolloutStep{{SetWeight: ptr.To(int32(25))},
+				{SetHeaderRoute: &v1alpha1.HeaderRoute{Name: "X-Dynamo-Canary", Value: "yes"}},
+				{SetWeight: ptr.To(int32(50))}, {Pause: &v1alpha1.RolloutPause{}}}
+		})
+		atPause := func(s harness.Snapshot) bool {
+			ru := s.DGD.Status.RollingUpdate
+			return ru != nil && ru.CurrentStepKind == v1alpha1.StepPause && s.DGD.Status.Traffic != nil && s.DGD.Status.Traffic.InEffect
+		}
+		steps, err := env.Drive(ctx, ns, obj.Name, 1, 80, atPause)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("every state: the weight asked never exceeds the step's, and the step ends only once its weight is in effect")
+		sawQuarter := false
+		for _, s := range steps {
+			w := weightsOf(s)
+			ru := s.DGD.Status.RollingUpdate
+			if ru.CurrentStepIndex != nil && *ru.CurrentStepIndex == 1 { // the header route's step: setWeight 25 ended
+				Expect(w[2]).To(Equal([2]int32{25, 25}), "step 2 reached before 25%% was in effect: %v", w)
+				sawQuarter = true
+			}
+			Expect(w[2][0]).To(BeNumerically("<=", 50))
+		}
+		_ = sawQuarter // a state at step 2 is seen only when a settle lands between the two steps
+		Eventually(func() []string { return eventsOf(ns, obj.Name, v1alpha1.EventRolloutStepEnded) }).Should(ContainElements(
+			"Normal: revision 2: step 1/4 set weight 25%", "Normal: revision 2: step 2/4 routed header X-Dynamo-Canary to the new revision",
+			"Normal: revision 2: step 3/4 set weight 50%"))
+		held := steps[len(steps)-1]
+		Expect(weightsOf(held)).To(Equal(map[int64][2]int32{1: {50, 50}, 2: {50, 50}}))
+		canary := held.DGD.Status.Cohorts[0]
+		Expect(canary.Revision).To(Equal(int64(2)))
+		Expect(canary.HeaderRoute).To(BeTrue())
+
+		By("the abort: 100% on the stable cohort, in effect, before the canary's workers go")
+		update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) {
+			metav1SetAnnotation(d, v1alpha1.AnnotationAbort, "2/1")
+		})
+		steps, err = env.Drive(ctx, ns, obj.Name, 1, 60, func(s harness.Snapshot) bool {
+			return harness.PhaseIs(v1alpha1.RolloutAborted, v1alpha1.ReasonRolloutAborted)(s) && s.DGD.Status.RollingUpdate.EndTime != nil && len(s.Hashes()) == 1
+		})
+		Expect(err).NotTo(HaveOccurred())
+		stableFirst := false
+		for _, s := range steps {
+			w := weightsOf(s)
+			if w[1] == [2]int32{100, 100} && s.PoolSize(held.UpdateHash()) > 0 {
+				stableFirst = true
+			}
+			if s.PoolSize(held.UpdateHash()) < held.PoolSize(held.UpdateHash()) {
+				Expect(w[2][1]).To(BeNumerically("<=", 0), "the canary's workers went while its weight in effect was %d", w[2][1])
+			}
+		}
+		Expect(stableFirst).To(BeTrue(), "no state had the stable cohort at 100% in effect with the canary still there")
+
+		By("the retry runs the steps again, and a full promotion completes the rollout")
+		update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) {
+			metav1SetAnnotation(d, v1alpha1.AnnotationRetry, "2/1")
+		})
+		_, err = env.Drive(ctx, ns, obj.Name, -1, 60, atPause)
+		Expect(err).NotTo(HaveOccurred())
+		update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) {
+			metav1SetAnnotation(d, v1alpha1.AnnotationPromote, "2/full")
+		})
+		steps, err = env.Drive(ctx, ns, obj.Name, -1, 60, func(s harness.Snapshot) bool { return s.Completed() && len(s.Hashes()) == 1 })
+		Expect(err).NotTo(HaveOccurred())
+		last := steps[len(steps)-1]
+		Expect(last.DGD.Status.RollingUpdate.Attempt).To(Equal(int32(2)))
+		Expect(weightsOf(last)).To(Equal(map[int64][2]int32{2: {100, 100}}))
+	})
+})
+
+func metav1SetAnnotation(d *v1alpha1.DynamoGraphDeployment, key, value string) {
+	if d.Annotations == nil {
+		d.Annotations = map[string]string{}
+	}
+	d.Annotations[key] = value
+}
