@@ -332,7 +332,9 @@ func fixStrings(version string, root *apiextensionsv1.JSONSchemaProps) (map[stri
 			setPropIn(s, "persistentVolumeClaim", "claimName", ruleRequired)
 			count["Volume"]++
 		case hasProps(s, "containers", "serviceAccountName", "nodeSelector"): // PodSpec
-			for _, f := range []string{"serviceAccountName", "serviceAccount", "priorityClassName", "nodeName"} {
+			// (Not the deprecated serviceAccount: the API server reads it only when
+			// serviceAccountName is empty, and the operator fills that in.)
+			for _, f := range []string{"serviceAccountName", "priorityClassName", "nodeName"} {
 				setProp(s, f, ruleDNSSubdomainOrEmpty)
 			}
 			setProp(s, "runtimeClassName", ruleDNSSubdomain)
