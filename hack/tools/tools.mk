@@ -1,10 +1,14 @@
 # hack/tools/tools.mk — build the control-plane binaries the tests need from
-# pinned Go modules (no release downloads; setup-envtest cannot fetch here).
+# pinned Go modules (no release downloads; setup-envtest cannot fetch here), and
+# install the two tools the tests run from the system's packages.
 #
 #   make envtest-bins   etcd + kube-apiserver (what controller-runtime envtest needs;
 #                       point it at them with KUBEBUILDER_ASSETS=$(BIN))
 #   make cluster-bins   the above + kube-controller-manager, kube-scheduler, kwok,
-#                       prometheus (the analysis steps' tests query a real one)
+#                       and system-tools
+#   make system-tools   prometheus (the analysis steps' tests query a real one) and
+#                       haproxy, from Debian's packages when missing from PATH
+#                       (hack/tools/system-tools.sh: apt-get, through sudo when not root)
 #
 # Each binary is a plain file target with no prerequisites: it is built only
 # when missing and never rebuilt once present. After bumping a version below
@@ -23,9 +27,6 @@ KUBERNETES_VERSION ?= v1.36.2
 KUBERNETES_GIT_COMMIT ?= 24e2b02af5543d7910c2bb074c7264df5a8f0467
 KUBERNETES_BUILD_DATE ?= 2026-01-01T00:00:00Z
 KWOK_VERSION ?= v0.7.0
-# Prometheus' Go module v0.316.0 is Prometheus 3.16.0 (module v0.3XX.Y = release 3.XX.Y).
-PROMETHEUS_MODULE_VERSION ?= v0.316.0
-PROMETHEUS_VERSION ?= 3.16.0
 
 TOOLS_GO ?= go
 # GOWORK=off: the tool modules must build on their own even if a go.work
@@ -44,9 +45,16 @@ KUBERNETES_LDFLAGS = -s -w $(foreach p,$(_K8S_VERSION_PKGS), \
 	-X $(p).gitTreeState=clean \
 	-X $(p).buildDate=$(KUBERNETES_BUILD_DATE))
 
-.PHONY: envtest-bins cluster-bins
+.PHONY: envtest-bins cluster-bins system-tools
 envtest-bins: $(BIN)/etcd $(BIN)/kube-apiserver
-cluster-bins: envtest-bins $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok $(BIN)/prometheus
+cluster-bins: envtest-bins $(BIN)/kube-controller-manager $(BIN)/kube-scheduler $(BIN)/kwok system-tools
+
+# Prometheus and HAProxy are not built: Debian 12's packages (prometheus 2.42, haproxy
+# 2.6) install in about 10 s, where building Prometheus from its Go module took about
+# 9 min of a cold make test (issue 37). The tests run them from PATH (haproxy also from
+# /usr/sbin); every query they send works on 2.42 and later (docs/testing.md).
+system-tools:
+	@$(TOOLS_DIR)/system-tools.sh
 
 $(BIN)/etcd:
 	@mkdir -p $(BIN)
@@ -61,11 +69,3 @@ $(BIN)/kube-apiserver $(BIN)/kube-controller-manager $(BIN)/kube-scheduler &:
 $(BIN)/kwok:
 	@mkdir -p $(BIN)
 	GOWORK=off GOBIN=$(BIN) $(TOOLS_GO) install -trimpath -buildvcs=false -ldflags '-s -w' sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
-
-# The web UI's assets are not embedded (no builtinassets tag): the HTTP API, which is
-# all the operator and the tests use, works without them.
-$(BIN)/prometheus:
-	@mkdir -p $(BIN)
-	GOWORK=off GOBIN=$(BIN) $(TOOLS_GO) install -trimpath -buildvcs=false \
-		-ldflags '-s -w -X github.com/prometheus/common/version.Version=$(PROMETHEUS_VERSION)' \
-		github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_MODULE_VERSION)
