@@ -2,7 +2,8 @@
 // docs/, and charts/*/README.md): every relative link names a file of the repository
 // (not a path outside it, such as the design notes that are not shipped), every #anchor
 // names a heading of its target, spelled as GitHub spells heading anchors, and every
-// external link is a well-formed http(s) URL (not fetched: the tests run offline).
+// external link is a well-formed http(s) URL (not fetched: the tests run offline). And
+// CI (.ci/run) runs exactly the README's test command.
 package docs
 
 import (
@@ -311,5 +312,34 @@ func TestAnchor(t *testing.T) {
 		if got := anchor(heading); got != want {
 			t.Errorf("anchor(%q) = %q, want %q", heading, got, want)
 		}
+	}
+}
+
+// TestCIRunsTheREADMECommand: .ci/run runs exactly the README's test command, make test,
+// and the README says that CI runs it.
+func TestCIRunsTheREADMECommand(t *testing.T) {
+	root := repoRoot(t)
+	raw, err := os.ReadFile(filepath.Join(root, ".ci", "run"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var commands []string
+	for _, line := range strings.Split(string(raw), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "set ") || strings.HasPrefix(line, "cd ") {
+			continue
+		}
+		commands = append(commands, line)
+	}
+	if !slices.Equal(commands, []string{"make test"}) {
+		t.Errorf(".ci/run runs %q, want exactly [make test]", commands)
+	}
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dev, _ := strings.Cut(string(readme), "## For developers")
+	if !strings.Contains(dev, "```sh\nmake test ") || !strings.Contains(dev, "CI runs `make test`: `.ci/run` calls exactly it.") {
+		t.Error("README.md's For developers no longer gives make test as the test command and says that CI runs it (.ci/run)")
 	}
 }
