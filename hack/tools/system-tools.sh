@@ -3,19 +3,19 @@
 # prometheus (the analysis steps' tests, the chart's rules and dashboard: 2.42 or later)
 # and haproxy (the proxy of traffic routing: 2.6 or later). Debian 12 has exactly those.
 #
-# A tool counts as present when it is on PATH, or in /usr/sbin (where Debian puts
-# haproxy; a user's PATH on Debian has no /usr/sbin). Only the missing packages are
-# installed, with apt-get, without their recommended packages and without asking
-# (-y, DEBIAN_FRONTEND=noninteractive: CI has no stdin). As root (CI) apt-get runs
-# as is; otherwise through sudo, and this says so first (sudo -n, which fails
+# A tool counts as present when it is on PATH (make adds /usr/sbin, where Debian puts
+# haproxy and which a user's PATH there lacks: hack/tools/tools.mk). Only the missing
+# packages are installed, with apt-get, without their recommended packages and without
+# asking (-y, DEBIAN_FRONTEND=noninteractive: CI has no stdin). As root (CI) apt-get
+# runs as is; otherwise through sudo, and this says so first (sudo -n, which fails
 # instead of asking for a password, when stdin is not a terminal). When apt-get cannot
-# find a package, the package lists are updated (apt-get update) and it tries again once.
-# With no apt-get, or neither root nor sudo, it fails and says what to install.
+# find a package, the package lists are updated (apt-get update) and it tries again
+# once. With no apt-get, or neither root nor sudo, it fails and says what to install.
 set -euo pipefail
 
 missing=()
 for tool in prometheus haproxy; do
-	if ! command -v "$tool" >/dev/null && [ ! -x "/usr/sbin/$tool" ]; then
+	if ! command -v "$tool" >/dev/null; then
 		missing+=("$tool")
 	fi
 done
@@ -45,5 +45,5 @@ if ! install; then
 	install || fail "apt-get install ${missing[*]} failed"
 fi
 for tool in "${missing[@]}"; do
-	command -v "$tool" >/dev/null || [ -x "/usr/sbin/$tool" ] || fail "apt-get installed ${missing[*]}, yet $tool is not on PATH"
+	command -v "$tool" >/dev/null || fail "apt-get installed ${missing[*]}, yet $tool is not on PATH"
 done
