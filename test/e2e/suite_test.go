@@ -74,7 +74,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(exporter.Close)
 	promSrv, err = prom.Start(ctx, prom.Options{Targets: []string{exporter.Addr}, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred(), "bin/prometheus (make cluster-bins)")
+	Expect(err).NotTo(HaveOccurred(), "prometheus on PATH (make cluster-bins installs Debian's)")
 	DeferCleanup(promSrv.Close)
 	startOperator()
 })

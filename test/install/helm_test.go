@@ -508,7 +508,7 @@ func checkMetrics(t *testing.T, op *container) {
 	if err != nil {
 		t.Fatalf("Prometheus with the chart's rules: %v", err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Close() }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		health, err := ruleHealth(srv.URL)
