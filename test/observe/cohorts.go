@@ -216,6 +216,25 @@ func TrafficViolations(st CohortState) []string {
 	return out
 }
 
+// Receiving lists, per entry Service of every DGD of st with cohort frontends, the
+// cohorts the provider's objects send traffic to (see the file's comment), sorted.
+func Receiving(st CohortState) map[string][]string {
+	out := map[string][]string{}
+	for i := range st.DGDs {
+		d := &st.DGDs[i]
+		if !hasCohorts(d.Name, st.Pods) {
+			continue
+		}
+		for _, fe := range frontendServices(d) {
+			entry := decide.EntryName(d, fe)
+			if r := receivingCohorts(st, d, fe, entry); len(r.why) > 0 {
+				out[entry] = slices.Sorted(maps.Keys(r.why))
+			}
+		}
+	}
+	return out
+}
+
 // frontendServices are d's frontend services, sorted.
 func frontendServices(d *v1alpha1.DynamoGraphDeployment) []string {
 	var out []string
@@ -517,6 +536,16 @@ func (o *Observer) checkCohorts(ctx context.Context, st CohortState, view dynamo
 		}
 	}
 	broken := entryViolations(o.entryArmed, entries, st.Slices)
+	if len(entries) > 0 {
+		o.stats.CohortStates++
+	}
+	for _, hashes := range Receiving(st) {
+		o.stats.TrafficStates++
+		if len(hashes) > 1 {
+			o.stats.SplitStates++
+		}
+		o.stats.Receivers = max(o.stats.Receivers, len(hashes))
+	}
 	o.mu.Unlock()
 	for _, v := range broken {
 		o.fail("entry: " + v)

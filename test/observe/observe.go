@@ -101,6 +101,11 @@ type Stats struct {
 	// LagGapCauses says, for up to the first five gaps, what the frontend missed at
 	// their first state (the generations and why each worker pod was not visible).
 	LagGapCauses []string
+	// CohortStates counts the states checked while a DGD had (or had had) cohorts;
+	// TrafficStates, per entry Service, those in which the provider's objects sent
+	// traffic to a cohort, SplitStates those in which they sent it to two or more;
+	// Receivers is the most cohorts one entry sent to at once.
+	CohortStates, TrafficStates, SplitStates, Receivers int
 }
 
 // Observer checks a namespace at every event until stopped.
