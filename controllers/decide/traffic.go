@@ -189,7 +189,9 @@ func weightsOf(v *view, c course, cohorts []cohortState) (map[string]int32, stri
 	goal, canary := c.h.goalHash(), c.h.update.WorkerHash
 	switch {
 	case len(routable) == 0:
-		return previousWeights(v, cohorts, goal), ""
+		// No cohort can serve: none is asked to (the proxy then serves nothing, and the
+		// entry Service selects the frontend pods again: entrySelector).
+		return fill(cohorts, nil), ""
 	case c.aborted && contains(routable, goal):
 		return whole(cohorts, goal), ""
 	}
@@ -211,34 +213,6 @@ func weightsOf(v *view, c course, cohorts []cohortState) (map[string]int32, stri
 		return capped, waiting
 	}
 	return percents(cohorts, shares), ""
-}
-
-// previousWeights are the weights status.cohorts last asked for the cohorts still
-// there, or all on goal (the first split, before anything is routable): a split is
-// never moved onto cohorts of which none can serve.
-func previousWeights(v *view, cohorts []cohortState, goal string) map[string]int32 {
-	prev := map[string]int32{}
-	var sum int32
-	for _, cs := range v.dgd.Status.Cohorts {
-		for _, now := range cohorts {
-			if now.hash == cs.Hash && now.frontLive {
-				prev[cs.Hash] = cs.Weight
-				sum += cs.Weight
-			}
-		}
-	}
-	if sum == 100 {
-		return fill(cohorts, prev)
-	}
-	for _, cs := range cohorts {
-		if cs.frontLive && (cs.hash == goal || len(cohorts) == 1) {
-			return whole(cohorts, cs.hash)
-		}
-	}
-	if len(cohorts) > 0 {
-		return whole(cohorts, cohorts[0].hash)
-	}
-	return map[string]int32{}
 }
 
 // whole puts 100 on hash and 0 on every other cohort.
@@ -418,6 +392,15 @@ func drainHold(v *view, c course, plan planner.Plan, tp *trafficPlan) {
 		drained[w.Hash] = (d || !seen) && v.targetOf(c.h, plan, w) == 0
 	}
 	var why []string
+	if c.aborted {
+		// An abort puts 100% back on the stable cohort first: no other cohort loses a
+		// replica before its weight 0 is in effect.
+		for _, hash := range shrunk(v, c, plan) {
+			if msg := weightZeroInEffect(c, tp, hash); msg != "" {
+				why = append(why, msg)
+			}
+		}
+	}
 	for _, hash := range sortedKeys(drained) {
 		if !drained[hash] || !hasLiveFrontend(v, hash) {
 			continue
@@ -432,6 +415,29 @@ func drainHold(v *view, c course, plan planner.Plan, tp *trafficPlan) {
 	if len(why) > 0 {
 		tp.hold = strings.Join(why, "; ")
 	}
+}
+
+// shrunk are the revisions other than the goal whose replicas the plan lowers and that
+// have a live cohort frontend, sorted.
+func shrunk(v *view, c course, plan planner.Plan) []string {
+	seen := map[string]bool{}
+	for _, w := range v.workers() {
+		if !w.Terminating && w.Hash != c.h.goalHash() && v.targetOf(c.h, plan, w) < w.Replicas && hasLiveFrontend(v, w.Hash) {
+			seen[w.Hash] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// weightZeroInEffect says why cohort hash still takes traffic ("" once every provider
+// has its weight 0 in effect).
+func weightZeroInEffect(c course, tp *trafficPlan, hash string) string {
+	for _, f := range tp.fronts {
+		if !f.effect.InEffect || f.effect.Weights == nil || f.effect.Weights[hash] != 0 {
+			return fmt.Sprintf("revision %d's cohort shrinks once its weight 0 is in effect (%s)", c.h.number(hash), orNone(f.effect.Message, f.t.Entry))
+		}
+	}
+	return ""
 }
 
 // hasLiveFrontend reports whether revision hash has a live cohort frontend (a revision
@@ -455,10 +461,8 @@ func cohortDrained(v *view, c course, tp *trafficPlan, hash string) (string, tim
 			since = cs.DrainingSince.Time
 		}
 	}
-	for _, f := range tp.fronts {
-		if !f.effect.InEffect || f.effect.Weights == nil || f.effect.Weights[hash] != 0 {
-			return fmt.Sprintf("revision %d's cohort goes once its weight 0 is in effect (%s)", n, orNone(f.effect.Message, f.t.Entry)), 0
-		}
+	if msg := weightZeroInEffect(c, tp, hash); msg != "" {
+		return fmt.Sprintf("revision %d's cohort goes once its weight 0 is in effect (%s)", n, orNone(firstMessage(tp), tp.fronts[0].t.Entry)), 0
 	}
 	tp.draining[hash] = since
 	spec := trafficSpec(v.dgd)
@@ -484,6 +488,16 @@ func cohortDrained(v *view, c course, tp *trafficPlan, hash string) (string, tim
 		}
 	}
 	return "", 0
+}
+
+// firstMessage is the first provider's Effect message that says something, or "".
+func firstMessage(tp *trafficPlan) string {
+	for _, f := range tp.fronts {
+		if f.effect.Message != "" {
+			return f.effect.Message
+		}
+	}
+	return ""
 }
 
 func orNone(msg, entry string) string {
