@@ -87,7 +87,9 @@ var _ = Describe("Cohorts: a Dynamo upgrade through the proxy (its pods run for 
 		stable := UpdateHash(s.dgd())
 		log := s.recordReports()
 		s.update(dynamoUpgrade("1.7.0"))
-		s.until("revision 2 begun", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool { return d.Status.UpdateRevisionNumber == 2 })
+		s.until("revision 2 begun", func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
+			return d.Status.UpdateRevisionNumber == 2
+		})
 		canary := UpdateHash(s.dgd())
 		atPause := func(d *v1alpha1.DynamoGraphDeployment, _ []corev1.Pod) bool {
 			ru := d.Status.RollingUpdate
@@ -99,9 +101,15 @@ var _ = Describe("Cohorts: a Dynamo upgrade through the proxy (its pods run for 
 		})
 		// Each step came into effect in the proxy, in order.
 		Expect(log.inOrder(
-			func(r map[string]proxy.Report) bool { return weighs(r, map[string]int32{stable: 75, canary: 25}) && pins(r, "") },
-			func(r map[string]proxy.Report) bool { return weighs(r, map[string]int32{stable: 75, canary: 25}) && pins(r, canary) },
-			func(r map[string]proxy.Report) bool { return weighs(r, map[string]int32{stable: 50, canary: 50}) && pins(r, canary) },
+			func(r map[string]proxy.Report) bool {
+				return weighs(r, map[string]int32{stable: 75, canary: 25}) && pins(r, "")
+			},
+			func(r map[string]proxy.Report) bool {
+				return weighs(r, map[string]int32{stable: 75, canary: 25}) && pins(r, canary)
+			},
+			func(r map[string]proxy.Report) bool {
+				return weighs(r, map[string]int32{stable: 50, canary: 50}) && pins(r, canary)
+			},
 		)).To(Succeed(), "the proxy's reports: %s", log)
 
 		// Abort: every worker back on the stable revision, the traffic first.
@@ -115,7 +123,9 @@ var _ = Describe("Cohorts: a Dynamo upgrade through the proxy (its pods run for 
 			return ru != nil && ru.Phase == v1alpha1.RolloutAborted && ru.EndTime != nil && onlyRevision(pods, stable)
 		})
 		Expect(s.w.Flush(ctx)).To(Succeed())
-		back := log.firstAfter(aborted, func(r map[string]proxy.Report) bool { return weighs(r, map[string]int32{stable: 100, canary: 0}) || weighs(r, map[string]int32{stable: 100}) })
+		back := log.firstAfter(aborted, func(r map[string]proxy.Report) bool {
+			return weighs(r, map[string]int32{stable: 100, canary: 0}) || weighs(r, map[string]int32{stable: 100})
+		})
 		Expect(back).NotTo(BeZero(), "the proxy never reported 100%% on the stable cohort after the abort: %s", log)
 		for _, t := range s.w.Targets(canary) {
 			if t.RV > aborted && t.Replicas < held[t.Name] {
