@@ -127,12 +127,15 @@ var _ = Describe("Cohorts: a Dynamo upgrade through the proxy (its pods run for 
 			return weighs(r, map[string]int32{stable: 100, canary: 0}) || weighs(r, map[string]int32{stable: 100})
 		})
 		Expect(back).NotTo(BeZero(), "the proxy never reported 100%% on the stable cohort after the abort: %s", log)
+		drained := 0
 		for _, t := range s.w.Targets(canary) {
 			if t.RV > aborted && t.Replicas < held[t.Name] {
+				drained++
 				Expect(t.RV).To(BeNumerically(">", back), "%s %s of the canary scaled to %d (resourceVersion %d) before the proxy had 100%% on the stable cohort (%d)",
 					t.Kind, t.Name, t.Replicas, t.RV, back)
 			}
 		}
+		Expect(drained).To(BeNumerically(">", 0), "no scale-down of the canary's workloads recorded after the abort: %v", s.w.Targets(canary))
 		s.untilReports("100% on the stable cohort, the canary removed", func(r map[string]proxy.Report) bool {
 			return weighs(r, map[string]int32{stable: 100})
 		})
@@ -153,6 +156,8 @@ var _ = Describe("Cohorts: a Dynamo upgrade through the proxy (its pods run for 
 		s.waitRolledOut(2)
 		s.checkCohortsDone()
 		Expect(s.o.Stats().SplitStates).To(BeNumerically(">", 0), "the observer never saw two cohorts receive traffic at once")
+		GinkgoWriter.Printf("%s/%s: the abort at resourceVersion %d, 100%% on the stable cohort at %d, %d scale-downs of the canary after it; the proxy's reports:%s\n",
+			s.ns, s.name, aborted, back, drained, log)
 	})
 })
 
