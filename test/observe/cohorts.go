@@ -52,7 +52,9 @@ import (
 //     `{entry}` the DGD controls, and, until every parent has accepted and resolved the
 //     route's current generation, in the spec of the last generation they did (a
 //     Gateway routes by the newest spec it accepted, and may route by the newest one
-//     before it says so).
+//     before it says so); and a cohort whose frontend pod is a ready endpoint of the
+//     entry Service itself (in-cluster clients reach it without a provider: while a
+//     Gateway routes, or while the entry selects the frontends).
 //   - entry (EntryReady): the stable entry Service `{dgd}-{frontend}`'s EndpointSlices
 //     have a ready endpoint at every state after the first one that had one.
 //
@@ -274,6 +276,7 @@ func receivingCohorts(st CohortState, d *v1alpha1.DynamoGraphDeployment, fe, ent
 			}
 		}
 	}
+	addEntryEndpoints(&r, st, d, fe, entry)
 	for i := range st.Routes {
 		route := &st.Routes[i]
 		if route.Name != entry || !metav1.IsControlledBy(route, d) {
@@ -290,6 +293,32 @@ func receivingCohorts(st CohortState, d *v1alpha1.DynamoGraphDeployment, fe, ent
 		}
 	}
 	return r
+}
+
+// addEntryEndpoints adds the cohorts whose frontend pods are ready endpoints of the
+// entry Service itself: its clients reach them without a provider (in-cluster clients
+// while a Gateway routes, or while the entry selects the frontends).
+func addEntryEndpoints(r *receiving, st CohortState, d *v1alpha1.DynamoGraphDeployment, fe, entry string) {
+	hashOf := map[string]string{}
+	for i := range st.Pods {
+		if p := &st.Pods[i]; p.Labels[v1alpha1.LabelService] == fe && isCohortFrontend(p, d.Name) {
+			hashOf[p.Name] = p.Labels[v1alpha1.LabelWorkerHash]
+		}
+	}
+	for i := range st.Slices {
+		s := &st.Slices[i]
+		if s.Labels[discoveryv1.LabelServiceName] != entry {
+			continue
+		}
+		for _, e := range s.Endpoints {
+			if e.TargetRef == nil || e.Conditions.Ready == nil || !*e.Conditions.Ready {
+				continue
+			}
+			if h := hashOf[e.TargetRef.Name]; h != "" {
+				r.add(h, fmt.Sprintf("its frontend pod %s a ready endpoint of the entry Service", e.TargetRef.Name))
+			}
+		}
+	}
 }
 
 // entrySendsToProxy reports whether clients of entry reach the proxy: its selector is

@@ -230,6 +230,16 @@ func TestTrafficViolations(t *testing.T) {
 		"a report of a proxy pod gone is not read": {state(stableOnly, true, desired(&d, "", map[string]int32{stableHash: 100}),
 			reports(&d, map[string]proxy.Report{"px-gone": report(map[string]int32{candidateHash: 100}, nil, "")})), ""},
 		"the entry selecting the frontends: no split reaches anyone": {state(stableOnly, false, desired(&d, "", map[string]int32{candidateHash: 100})), ""},
+		"the entry sending to a candidate frontend whose decode is not ready": {func() CohortState {
+			st := state(noDecode, false)
+			st.Slices = append(st.Slices, entrySlice(true, "fe-"+stableHash, "fe-"+candidateHash))
+			return st
+		}(), "cohort bbbb2222 receives traffic through g-frontend (its frontend pod fe-bbbb2222 a ready endpoint of the entry Service) but no decode pod"},
+		"the entry listing a candidate frontend not ready": {func() CohortState {
+			st := state(noDecode, false)
+			st.Slices = append(st.Slices, entrySlice(true, "fe-"+stableHash), entrySlice(false, "fe-"+candidateHash))
+			return st
+		}(), ""},
 		"requests in flight to a cohort whose frontends are gone": {state(stableOnly, true, desired(&d, "", map[string]int32{stableHash: 100}),
 			reports(&d, map[string]proxy.Report{"px-b": report(map[string]int32{stableHash: 100}, map[string]int64{candidateHash: 3}, "")})),
 			"cohort bbbb2222 has 3 requests in flight through g-frontend but no frontend pod of Frontend left"},
