@@ -279,7 +279,7 @@ func TestCohortDiscoveryViolations(t *testing.T) {
 		pods []corev1.Pod
 		want string // a substring of the first violation; "" for none
 	}{
-		"two cohorts, each on its own": {append(cohort(stableHash), cohort(candidateHash)...), ""},
+		"two cohorts, each on its own":                                  {append(cohort(stableHash), cohort(candidateHash)...), ""},
 		"the prelude: the shared frontend beside its revision's cohort": {append(cohort(stableHash), sharedFrontend("fe-shared")), ""},
 		"a cohort frontend in another revision's namespace": {append(append(cohort(stableHash), worker("p-"+candidateHash, "prefill", candidateHash, true)), wrongNamespace),
 			"frontend pod fe-bbbb2222 of cohort bbbb2222 discovers Exact \"ns-g-aaaa1111\", not exactly its revision's Dynamo namespace ns-g-bbbb2222"},
