@@ -45,7 +45,8 @@ func conditions(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, d *
 // first split is being set up the rollout is under way and says so instead.
 func notServing(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, set func(string, metav1.ConditionStatus, string, string), d *draft) {
 	ru := st.RollingUpdate
-	if ru == nil || (ru.Phase != v1alpha1.RolloutCompleted && ru.Phase != v1alpha1.RolloutPaused) {
+	held := l.hold != nil && l.hold.reason == v1alpha1.ReasonTrafficNotServing
+	if ru == nil || (ru.Phase != v1alpha1.RolloutCompleted && ru.Phase != v1alpha1.RolloutPaused && !held) {
 		return
 	}
 	for _, f := range l.traffic.fronts {

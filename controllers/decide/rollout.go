@@ -38,7 +38,12 @@ func moveWorkers(v *view, c course, prelude string, d *draft) (moves, error) {
 		return m, err
 	}
 	d.requeueIn(tp.requeue)
-	if m.hold == nil && tp.hold != "" {
+	switch why := tp.notServing(); {
+	case m.hold != nil:
+	case why != "":
+		m.hold = &held{reason: v1alpha1.ReasonTrafficNotServing, why: why}
+		m.plan = holdPlan(in, followers, why)
+	case tp.hold != "":
 		m.hold = &held{reason: v1alpha1.ReasonTrafficDraining, why: tp.hold}
 		m.plan = holdPlan(in, followers, tp.hold)
 	}

@@ -149,7 +149,9 @@ func cohortsAfter(v *view, c course, after map[backends.Key][2]int32) []cohortSt
 			cs.capacity = 0
 		}
 		cs.routable = workersReady && cs.frontLive && frontsReady(v, after, hash)
-		if cs.frontReplicas > 0 || cs.routableWorkers > 0 {
+		// A cohort the plan drains stays listed while its workloads run: it is asked no
+		// weight, and its drain is followed (drainingSince) until it goes.
+		if cs.frontReplicas > 0 || cs.routableWorkers > 0 || hasLiveFrontend(v, hash) {
 			out = append(out, *cs)
 		}
 	}
@@ -589,6 +591,28 @@ func entryDirect(v *view, service string) bool {
 		}
 	}
 	return true // none: nothing reaches a provider through it
+}
+
+// notServing says why the workers hold because the traffic provider routes nothing
+// while some cohort could take traffic ("" when it serves, or when no cohort can yet: a
+// first deploy makes its workers first): a parent Gateway that does not exist or has
+// not accepted the route, a proxy with no ready replica that applied a split. Nothing
+// that runs is touched until it serves, as a rollout through a provider that routes
+// nothing would move capacity no client reaches.
+func (tp trafficPlan) notServing() string {
+	routable := false
+	for _, cs := range tp.cohorts {
+		routable = routable || cs.routable
+	}
+	if !routable {
+		return ""
+	}
+	for _, f := range tp.fronts {
+		if !f.effect.Serving {
+			return fmt.Sprintf("the cohorts' traffic through %s is not served: %s", f.t.Entry, orNone(f.effect.Message, f.t.Entry))
+		}
+	}
+	return ""
 }
 
 // entrySelector is the selector of the frontend's Service this pass: the provider's

@@ -8,9 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/traffic/proxy"
 )
@@ -213,4 +215,92 @@ func metav1SetAnnotation(d *v1alpha1.DynamoGraphDeployment, key, value string) {
 		d.Annotations = map[string]string{}
 	}
 	d.Annotations[key] = value
+}
+
+// throughGateway routes the cohorts through an HTTPRoute attached to Gateway gw (of the
+// DGD's namespace), cohorts dropped 1 s after their weight 0 is in effect.
+func throughGateway(gw string) func(*v1alpha1.DynamoGraphDeployment) {
+	return func(d *v1alpha1.DynamoGraphDeployment) {
+		if d.Spec.Rollout == nil {
+			d.Spec.Rollout = &v1alpha1.RolloutSpec{}
+		}
+		d.Spec.Rollout.TrafficRouting = &v1alpha1.TrafficRouting{GatewayAPI: &v1alpha1.GatewayAPIRouting{
+			ParentRefs: []gatewayv1.ParentReference{{Name: gatewayv1.ObjectName(gw)}}, DrainSeconds: ptr.To(int32(1))}}
+	}
+}
+
+var _ = Describe("cohorts through a Gateway API HTTPRoute", func() {
+	It("weights one backendRef per cohort, in effect once the Gateway accepted the route's generation, and removes a cohort after", func() {
+		ns := newNamespace()
+		Expect(env.Client.Create(ctx, gateway.Gateway(ns, "gw", gatewayClass, gateway.HTTPListener("http", 80, "")))).To(Succeed())
+		obj := harness.NewDGD(ns, "gwr").Disagg(2, 2, "vllm:v1").Obj()
+		obj.Spec.Rollout = &v1alpha1.RolloutSpec{Frontends: v1alpha1.FrontendsPerRevision}
+		throughGateway("gw")(obj)
+		first := deploy(obj)
+		Expect(first.DGD.Status.Traffic).NotTo(BeNil())
+		Expect(first.DGD.Status.Traffic.Provider).To(Equal(v1alpha1.TrafficGatewayAPI))
+		update(ns, obj.Name, dynamoUpgrade("3"))
+		steps, err := env.Drive(ctx, ns, obj.Name, 1, 80, func(s harness.Snapshot) bool {
+			return s.Completed() && s.DGD.Status.UpdateRevisionNumber == 2 && len(s.Hashes()) == 1
+		})
+		Expect(err).NotTo(HaveOccurred())
+		newHash := steps[len(steps)-1].Hashes()[0]
+		var route gatewayv1.HTTPRoute
+		Expect(env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "gwr-frontend"}, &route)).To(Succeed())
+		Expect(route.Spec.Rules).NotTo(BeEmpty())
+		refs := route.Spec.Rules[len(route.Spec.Rules)-1].BackendRefs
+		Expect(refs).To(HaveLen(1))
+		Expect(string(refs[0].Name)).To(Equal(backends.CohortServiceName("gwr", "Frontend", newHash)))
+		Expect(refs[0].Weight).To(Equal(ptr.To(int32(100))))
+		for _, s := range steps {
+			for _, c := range s.DGD.Status.Cohorts {
+				if c.Weight > 0 {
+					Expect(c.Routable).To(BeTrue(), "revision %d weighted %d%% while not routable", c.Revision, c.Weight)
+				}
+			}
+		}
+	})
+
+	It("shows a parentRef to a Gateway that does not exist on the DGD within one pass, and touches nothing that runs", func() {
+		ns := newNamespace()
+		obj := harness.NewDGD(ns, "nogw").Disagg(2, 2, "vllm:v1").Obj()
+		first := deploy(obj)
+		update(ns, obj.Name, func(d *v1alpha1.DynamoGraphDeployment) {
+			frontends(v1alpha1.FrontendsPerRevision)(d)
+			throughGateway("missing")(d)
+			dynamoUpgrade("4")(d)
+		})
+		var s harness.Snapshot
+		Eventually(func(g Gomega) {
+			_, err := env.Play(ctx, ns, obj.Name, -1) // the pods of what runs are ready at once
+			g.Expect(err).NotTo(HaveOccurred())
+			s, err = env.Take(ctx, ns, obj.Name)
+			g.Expect(err).NotTo(HaveOccurred())
+			c := conditionOf(&s.DGD, v1alpha1.ConditionReady)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(v1alpha1.ReasonTrafficNotServing))
+			g.Expect(c.Message).To(ContainSubstring("Gateway " + ns + "/missing not found"))
+		}).Should(Succeed())
+		Eventually(func() []string { return eventsOf(ns, obj.Name, v1alpha1.ReasonTrafficNotServing) }).Should(ContainElement(ContainSubstring("Gateway " + ns + "/missing not found")))
+		By("the workers of the running revision are untouched, and the new revision gets none (its cohort frontend replaced the shared one: the entry Service selects frontends through a Gateway)")
+		for range 3 {
+			_, err := env.Play(ctx, ns, obj.Name, -1)
+			Expect(err).NotTo(HaveOccurred())
+			now, err := env.Take(ctx, ns, obj.Name)
+			Expect(err).NotTo(HaveOccurred())
+			pool := now.Pool(first.Hashes()[0])
+			delete(pool, "Frontend") // its cohort frontend, beside its workers
+			Expect(pool).To(Equal(first.Pool(first.Hashes()[0])))
+			Expect(now.Hashes()).To(Equal(first.Hashes()))
+		}
+	})
+})
+
+func frontends(mode v1alpha1.FrontendMode) func(*v1alpha1.DynamoGraphDeployment) {
+	return func(d *v1alpha1.DynamoGraphDeployment) {
+		if d.Spec.Rollout == nil {
+			d.Spec.Rollout = &v1alpha1.RolloutSpec{}
+		}
+		d.Spec.Rollout.Frontends = mode
+	}
 }
