@@ -57,21 +57,13 @@ func throughGateway(d *v1alpha1.DynamoGraphDeployment, parent string, drain int3
 	return d
 }
 
-// entryBug is why the Gateway API upgrades are skipped until the lead fixes it.
-const entryBug = "operator bug (controllers/decide, the gatewayAPI provider's EntrySelector, for the lead): through a Gateway the entry Service " +
-	"{dgd}-{frontend} selects every cohort's frontend pods, so in-cluster clients reach the new cohort's frontend as soon as it is Ready, before " +
-	"its pool is routable: test/observe reports \"cohort traffic: cohort 4aacd3e6 receives traffic through gw-frontend (its frontend pod " +
-	"gw-frontend-4aacd3e6-... a ready endpoint of the entry Service) but no decode pod of it is a ready endpoint Dynamo's discovery admits, no " +
-	"prefill pod of it ...\" (confirmed on the API server), 5 s into the rollout; a real frontend answers such requests with no worker."
-
 var _ = Describe("Cohorts: a Dynamo upgrade through the Gateway API (the test Gateway controller writes route status)", func() {
 	It("upgrades Dynamo through an HTTPRoute: weights on routable cohorts only, the old cohort removed once its weight 0 is accepted", func() {
-		Skip(entryBug + " Remove this Skip once fixed.")
 		upgradeThroughGateway(0)
 	})
 
 	It("upgrades Dynamo through an HTTPRoute, the old cohort kept drainSeconds once its weight 0 is accepted", func() {
-		Skip(entryBug + " And: operator bug (controllers/decide traffic.go, for the lead): a cohort the plan drains is left out of status.cohorts (cohortsAfter " +
+		Skip("operator bug (controllers/decide traffic.go, for the lead): a cohort the plan drains is left out of status.cohorts (cohortsAfter " +
 			"drops cohorts at 0 after the pass), so its drainingSince is never recorded, cohortDrained starts the drain at every pass's now, and " +
 			"with drainSeconds 1 the rollout holds at TrafficDraining \"revision 1's cohort drains for 1s through the Gateway\" for good " +
 			"(seen 3 minutes, the route accepted at its generation with the new cohort alone). Remove this Skip once fixed.")

@@ -2,12 +2,15 @@ package e2e
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -432,3 +435,86 @@ func (l *reportLog) String() string {
 func readyCondition(d *v1alpha1.DynamoGraphDeployment) *metav1.Condition {
 	return meta.FindStatusCondition(d.Status.Conditions, v1alpha1.ConditionReady)
 }
+
+// holdPodDeletion refuses every DELETE of pod ns/name with a ValidatingAdmissionPolicy
+// until the returned function (also a cleanup of the spec) removes it: the garbage
+// collector's delete of the pod fails and is retried, so the pod outlives its
+// ReplicaSet and Deployment and runs on, as a pod a kubelet still stops does (a
+// frontend's terminationGracePeriodSeconds is 60). It returns once a dry run of the
+// delete is refused.
+func holdPodDeletion(ns, name string) (release func()) {
+	GinkgoHelper()
+	policy := &admissionv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold-" + ns},
+		Spec: admissionv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionv1.Fail),
+			MatchConstraints: &admissionv1.MatchResources{ResourceRules: []admissionv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionv1.RuleWithOperations{
+					Operations: []admissionv1.OperationType{admissionv1.Delete},
+					Rule:       admissionv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+				}}}},
+			Validations: []admissionv1.Validation{{
+				Expression: fmt.Sprintf("oldObject.metadata.name != %q", name),
+				Message:    "held by the test: the pod is still stopping",
+			}},
+		},
+	}
+	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "hold-" + ns},
+		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        policy.Name,
+			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},
+			MatchResources: &admissionv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: ns}}},
+		},
+	}
+	Expect(k8s.Create(ctx, policy)).To(Succeed())
+	Expect(k8s.Create(ctx, binding)).To(Succeed())
+	release = func() {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, binding))).To(Succeed())
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed())
+	}
+	DeferCleanup(release)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	Eventually(func() error { return k8s.Delete(ctx, pod, client.DryRunAll) }).Should(MatchError(ContainSubstring("held by the test")))
+	return release
+}
+
+var _ = Describe("Cohorts: the prelude waits for the shared frontend's pods", func() {
+	It("starts no worker of the new revision while a pod of the shared frontend runs, its Deployment gone", func() {
+		Skip("operator bug (controllers/observe.go podsWithoutWorkload, for the lead): pods of a stable workload whose object is gone are not " +
+			"counted (it skips keys without a hash), so the prelude ends as soon as the shared frontend's Deployment is deleted (background " +
+			"propagation: its ReplicaSet and pods go after it) and revision 2's workers start beside the shared frontend's pod still running: " +
+			"test/observe reports \"cohort discovery: shared frontend pod ... runs beside workers of 2 revisions while the DGD has cohorts\" (seen " +
+			"once by chance in a Gateway spec, made certain here by refusing the pod's deletion for a while). Remove this Skip once fixed.")
+		s := start(gpus(upgradable(newNamespace(), "linger", 2, 1).Obj()))
+		var shared string
+		for _, p := range s.pods() {
+			if p.Labels[v1alpha1.LabelService] == "Frontend" && p.Labels[v1alpha1.LabelWorkerHash] == "" && p.Labels[v1alpha1.LabelTrafficProxy] == "" {
+				shared = p.Name
+			}
+		}
+		Expect(shared).NotTo(BeEmpty(), "the shared frontend's pod")
+		release := holdPodDeletion(s.ns, shared)
+		s.update(dynamoUpgrade("1.7.0"))
+		s.until("the shared frontend's Deployment gone, its pod left", func(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
+			_, ok := deploymentsOf(s)[decide.EntryName(d, "Frontend")]
+			return !ok && slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == shared })
+		})
+		Consistently(func() []string {
+			d := s.dgd()
+			var started []string
+			for name := range deploymentsOf(s) {
+				for _, svc := range d.WorkerServiceNames() {
+					if d.Status.UpdateRevisionNumber == 2 && strings.HasPrefix(name, d.Name+"-"+svc+"-"+UpdateHash(d)) {
+						started = append(started, name)
+					}
+				}
+			}
+			return started
+		}, 5*time.Second, 200*time.Millisecond).Should(BeEmpty(), "revision 2's workers while the shared frontend's pod %s runs", shared)
+		release()
+		s.waitRolledOut(2)
+		s.checkCohortsDone()
+	})
+})
