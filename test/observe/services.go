@@ -100,8 +100,9 @@ func DiscoveryServiceViolations(svcs []corev1.Service, pods []corev1.Pod) []stri
 	for i := range svcs {
 		svc := &svcs[i]
 		hash := svc.Labels[v1alpha1.LabelWorkerHash]
-		if hash == "" || svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !svc.DeletionTimestamp.IsZero() {
-			continue
+		if hash == "" || svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !svc.DeletionTimestamp.IsZero() ||
+			svc.Labels[v1alpha1.LabelComponentType] == v1alpha1.ComponentTypeFrontend {
+			continue // a stable service's, or a cohort frontend's Service (port http 8000)
 		}
 		var why []string
 		if !render.DiscoveryLabelled(svc.Labels) {
