@@ -161,14 +161,21 @@ func podCounts(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectM
 	return n
 }
 
-// podsWithoutWorkload stands in for worker workloads that are gone while their pods
-// are still terminating (a Grove revision's PodCliqueSet is deleted whole and its
-// objects vanish before its pods do): terminating, no replicas, their pods counted, so
-// Recreate still waits for them and the revision stays in use.
+// podsWithoutWorkload stands in for workloads that are gone while their pods are still
+// terminating: terminating, no replicas, their pods counted. A Grove revision's
+// PodCliqueSet is deleted whole and its objects vanish before its pods do: Recreate
+// still waits for them and the revision stays in use. A shared frontend's Deployment
+// that the cohorts' prelude deleted goes at once (background propagation), while its
+// pods run out their grace period (60 s in Dynamo's examples), still discovering every
+// revision by prefix: the prelude waits for them too, or a new revision's workers
+// would start beside them (decide resolveForm: a shared frontend with pods is live).
 func (r *Reconciler) podsWithoutWorkload(dgd *v1alpha1.DynamoGraphDeployment, pods map[backends.Key]int32, seen map[backends.Key]bool) []decide.Workload {
 	var out []decide.Workload
 	for k, n := range pods {
-		if k.Hash == "" || seen[k] || n == 0 {
+		if seen[k] || n == 0 {
+			continue
+		}
+		if k.Hash == "" && !isFrontend(dgd, k.Service) {
 			continue
 		}
 		kind := ""
@@ -177,10 +184,20 @@ func (r *Reconciler) podsWithoutWorkload(dgd *v1alpha1.DynamoGraphDeployment, po
 				kind = b.Describe().Kind
 			}
 		}
+		name := fmt.Sprintf("pods of %s at %s", k.Service, k.Hash)
+		if k.Hash == "" {
+			name = fmt.Sprintf("pods of %s", k.Service)
+		}
 		out = append(out, decide.Workload{Pods: n, Backend: kind, Workload: backends.Workload{
-			Key: k, Kind: "Pod", Name: fmt.Sprintf("pods of %s at %s", k.Service, k.Hash), Terminating: true, Synced: true}})
+			Key: k, Kind: "Pod", Name: name, Terminating: true, Synced: true}})
 	}
 	return out
+}
+
+// isFrontend reports whether service is a frontend service of dgd.
+func isFrontend(dgd *v1alpha1.DynamoGraphDeployment, service string) bool {
+	svc := dgd.Spec.Services[service]
+	return svc != nil && svc.ComponentType == v1alpha1.ComponentTypeFrontend
 }
 
 // staleWorkload names a workload whose cached replicas differ from the operator's last

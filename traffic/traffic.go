@@ -114,6 +114,11 @@ type Effect struct {
 	InFlightKnown bool
 	// Message says what is not in effect yet, naming the object; "" when InEffect.
 	Message string
+	// Unservable, when set, says why no split can be served whatever the controller
+	// writes, until something outside the DGD changes, naming the object (a parent
+	// Gateway that does not exist): the controller then starts nothing that needs the
+	// provider, neither a cohort nor a worker move.
+	Unservable string
 }
 
 // Rendered is what a provider renders for a Traffic.

@@ -44,6 +44,10 @@ type form struct {
 	postlude bool
 	// deferred says why the form spec.rollout.frontends asks for is not taken yet.
 	deferred string
+	// unservable says why the cohorts' traffic cannot be served whatever the pass
+	// writes (unservable): while it is set and something runs, the pass starts nothing
+	// that needs the provider (no prelude, no worker move, the shared frontend kept).
+	unservable string
 }
 
 // isFrontend reports whether service is one of the spec's frontend services.
@@ -222,7 +226,7 @@ func (c course) rolledServices(v *view) []string {
 // returns why the workers hold ("" once no shared frontend is left, pods included) and
 // the workloads it creates (the status counts them).
 func prelude(v *view, h *history, d *draft) (string, []Workload) {
-	if !v.form.prelude {
+	if !v.form.prelude || v.form.unservable != "" {
 		return "", nil
 	}
 	var created []Workload

@@ -49,16 +49,21 @@ func notServing(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, set
 	if ru == nil || (ru.Phase != v1alpha1.RolloutCompleted && ru.Phase != v1alpha1.RolloutPaused && !held) {
 		return
 	}
+	msg := ""
+	if held {
+		msg = l.hold.why
+	}
 	for _, f := range l.traffic.fronts {
-		if f.effect.Serving {
-			continue
+		if msg == "" && !f.effect.Serving {
+			msg = fmt.Sprintf("the cohorts' traffic through %s is not served: %s", f.t.Entry, orNone(f.effect.Message, f.t.Entry))
 		}
-		msg := fmt.Sprintf("the cohorts' traffic through %s is not served: %s", f.t.Entry, orNone(f.effect.Message, f.t.Entry))
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTrafficNotServing, msg)
-		if old := meta.FindStatusCondition(v.dgd.Status.Conditions, v1alpha1.ConditionReady); old == nil || old.Reason != v1alpha1.ReasonTrafficNotServing || old.Message != msg {
-			d.event("Warning", v1alpha1.ReasonTrafficNotServing, msg)
-		}
+	}
+	if msg == "" {
 		return
+	}
+	set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTrafficNotServing, msg)
+	if old := meta.FindStatusCondition(v.dgd.Status.Conditions, v1alpha1.ConditionReady); old == nil || old.Reason != v1alpha1.ReasonTrafficNotServing || old.Message != msg {
+		d.event("Warning", v1alpha1.ReasonTrafficNotServing, msg)
 	}
 }
 

@@ -66,7 +66,10 @@ type world struct {
 	// requests in flight per cohort inflight; ips counts the cluster IPs given out.
 	agent    bool
 	inflight map[string]int64
-	ips      int
+	// inflightUnknown: the agents report no requests in flight (a Gateway cannot see
+	// them: the drain is then timed, drainSeconds).
+	inflightUnknown bool
+	ips             int
 }
 
 func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {

@@ -25,7 +25,11 @@ func moveWorkers(v *view, c course, prelude string, d *draft) (moves, error) {
 	in := c.input(v, v.workers())
 	followers := c.followers(v, v.workers())
 	m := moves{plan: planner.Follow(in, planner.Compute(in), followers)}
-	if prelude != "" {
+	switch {
+	case v.form.unservable != "":
+		m.hold = &held{reason: v1alpha1.ReasonTrafficNotServing, why: v.form.unservable}
+		m.plan = holdPlan(in, followers, v.form.unservable)
+	case prelude != "":
 		m.hold = &held{reason: v1alpha1.ReasonCohortPrelude, why: prelude}
 		m.plan = holdPlan(in, followers, prelude)
 	}

@@ -102,6 +102,9 @@ func stableMayGo(v *view, w Workload) (bool, string) {
 	case v.backendOf[w.Service].Kind != w.Backend:
 		return true, fmt.Sprintf("service %s moved to %s", w.Service, v.backendOf[w.Service].Kind)
 	case v.form.cohorts && v.form.isFrontend(w.Service):
+		if v.form.unservable != "" {
+			return false, "" // the cohorts cannot be served: the shared frontend keeps serving
+		}
 		return cohortReplaces(v, w.Service, svc.DesiredReplicas())
 	case !w.Outdated:
 		return false, ""

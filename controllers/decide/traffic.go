@@ -534,6 +534,12 @@ func sortedKeys[V any](m map[string]V) []string {
 // when missing, and the objects of a provider the DGD no longer routes through deleted
 // once nothing routes through them.
 func writeTraffic(v *view, tp trafficPlan, d *draft) error {
+	if v.form.unservable != "" {
+		// Nothing the provider renders can serve (a parent Gateway that does not exist),
+		// and the pass holds every cohort as it is: its objects are left as they are,
+		// none made, none pruned, until it can.
+		return nil
+	}
 	wanted := map[string]map[string]bool{} // frontend -> object keys rendered
 	for _, f := range tp.fronts {
 		r, err := f.provider.Objects(f.t)
@@ -624,6 +630,40 @@ func (tp trafficPlan) notServing() string {
 		}
 	}
 	return ""
+}
+
+// unservable says why the cohorts' traffic cannot be served whatever this pass writes
+// (the provider's Effect.Unservable for some frontend service: a parent Gateway that
+// does not exist), or "": only in cohort form, and only while something of the DGD
+// runs (a new DGD deploys, and says it is not served).
+func unservable(v *view) string {
+	if !v.form.cohorts || !v.runsAny() {
+		return ""
+	}
+	provider, _ := providerFor(v)
+	if provider == nil {
+		return "" // decideTraffic stops the DGD with InvalidSpec
+	}
+	var out []string
+	for _, fe := range v.form.frontends {
+		t := TrafficBase(v.dgd, fe, v.TrafficConfig)
+		obs := v.Traffic[fe]
+		obs.Now = v.Now
+		if u := provider.Effect(t, obs).Unservable; u != "" {
+			out = append(out, fmt.Sprintf("the cohorts' traffic through %s cannot be served: %s", t.Entry, u))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// runsAny reports whether some workload of the DGD is live.
+func (v *view) runsAny() bool {
+	for _, w := range v.Workloads {
+		if !w.Terminating {
+			return true
+		}
+	}
+	return false
 }
 
 // entrySelector is the selector of the frontend's Service this pass: the provider's

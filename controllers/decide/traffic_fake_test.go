@@ -58,12 +58,22 @@ func (fakeProxy) EntrySelector(t traffic.Traffic) map[string]string {
 	return map[string]string{v1alpha1.LabelGraph: t.DGD.Name, "proxy": t.Frontend}
 }
 
-func (fakeProxy) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
+// annotationUnservable, on the world's DGD, is what the fake's Effect reports as
+// Unservable (a Gateway provider's parent Gateway that does not exist).
+const annotationUnservable = "test.dgd-rollout/unservable"
+
+func (p fakeProxy) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
+	e := p.effect(t, o)
+	e.Unservable = t.DGD.Annotations[annotationUnservable]
+	return e
+}
+
+func (fakeProxy) effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
 	st, _ := o.Objects[traffic.Key("ConfigMap", t.Entry+"-proxy-status")].(*corev1.ConfigMap)
 	if st == nil || st.Data["applied"] == "" {
 		return traffic.Effect{Message: "no proxy has applied a split yet"}
 	}
-	e := traffic.Effect{Weights: map[string]int32{}, InFlight: map[string]int64{}, InFlightKnown: true}
+	e := traffic.Effect{Weights: map[string]int32{}, InFlight: map[string]int64{}, InFlightKnown: st.Data["inflight-unknown"] != "true"}
 	applied := st.Data["applied"]
 	split, hdr, _ := strings.Cut(applied, ";")
 	if hdr != "" {
@@ -112,6 +122,9 @@ func (w *world) agentApplies() {
 			in = append(in, fmt.Sprintf("%s=%d", h, w.inflight[h]))
 		}
 		st.Data["inflight"] = strings.Join(in, ",")
+		if w.inflightUnknown {
+			st.Data["inflight-unknown"] = "true"
+		}
 		w.objects.Named[key+"-status"] = st
 	}
 }

@@ -63,20 +63,10 @@ var _ = Describe("Cohorts: a Dynamo upgrade through the Gateway API (the test Ga
 	})
 
 	It("upgrades Dynamo through an HTTPRoute, the old cohort kept drainSeconds once its weight 0 is accepted", func() {
-		Skip("operator bug (controllers/decide traffic.go, for the lead): a cohort the plan drains is left out of status.cohorts (cohortsAfter " +
-			"drops cohorts at 0 after the pass), so its drainingSince is never recorded, cohortDrained starts the drain at every pass's now, and " +
-			"with drainSeconds 1 the rollout holds at TrafficDraining \"revision 1's cohort drains for 1s through the Gateway\" for good " +
-			"(seen 3 minutes, the route accepted at its generation with the new cohort alone). Remove this Skip once fixed.")
 		upgradeThroughGateway(1)
 	})
 
 	It("shows a parentRef to a Gateway that does not exist on the DGD (Ready False naming it, a Warning Event) and touches nothing running", func() {
-		Skip("the operator does not do this yet (controllers/decide, for the lead): on a Dynamo upgrade with a parentRef to a Gateway that does not " +
-			"exist, it runs the prelude (the shared frontend replaced by revision 1's cohort frontend) and the rollout (revision 2's workers and " +
-			"cohort frontend created, revision 1's prefill scaled 2 -> 1), then holds at TrafficDraining; Ready is False with reason ReplicasNotReady " +
-			"\"7/7 replicas ready (4 desired, 3 more while revisions run side by side), rollout InProgress\", not naming the Gateway (only " +
-			"Progressing, Reconciling and status.traffic do), and no Warning Event names it (notServing fires only once the phase is Completed " +
-			"or Paused). Remove this Skip once fixed.")
 		ns := newNamespace()
 		startGateway(ns, "")
 		s := start(throughGateway(gpus(upgradable(ns, "nogw", 2, 1).Obj()), "absent", 0))

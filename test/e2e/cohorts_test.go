@@ -482,11 +482,11 @@ func holdPodDeletion(ns, name string) (release func()) {
 
 var _ = Describe("Cohorts: the prelude waits for the shared frontend's pods", func() {
 	It("starts no worker of the new revision while a pod of the shared frontend runs, its Deployment gone", func() {
-		Skip("operator bug (controllers/observe.go podsWithoutWorkload, for the lead): pods of a stable workload whose object is gone are not " +
-			"counted (it skips keys without a hash), so the prelude ends as soon as the shared frontend's Deployment is deleted (background " +
-			"propagation: its ReplicaSet and pods go after it) and revision 2's workers start beside the shared frontend's pod still running: " +
-			"test/observe reports \"cohort discovery: shared frontend pod ... runs beside workers of 2 revisions while the DGD has cohorts\" (seen " +
-			"once by chance in a Gateway spec, made certain here by refusing the pod's deletion for a while). Remove this Skip once fixed.")
+		// Before the fix (controllers/observe.go podsWithoutWorkload) the pods of a workload
+		// whose object was gone were counted only with a hash: the prelude ended as soon as
+		// the shared frontend's Deployment was deleted (background propagation), and
+		// revision 2's workers started beside its pod (test/observe: "shared frontend pod
+		// ... runs beside workers of 2 revisions"). Its deletion is refused for a while here.
 		s := start(gpus(upgradable(newNamespace(), "linger", 2, 1).Obj()))
 		var shared string
 		for _, p := range s.pods() {

@@ -30,6 +30,28 @@ func Controlled(route *gatewayv1.HTTPRoute, dgd *v1alpha1.DynamoGraphDeployment)
 // a step's weight is in effect. Its message names the route, each parent that lags and
 // the condition that lags or is False.
 func (Provider) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
+	e := effect(t, o)
+	e.Unservable = missingParents(t, o)
+	return e
+}
+
+// missingParents names the parent Gateways spec.rollout.trafficRouting.gatewayAPI
+// names that do not exist ("" when every one does): no route through them can be
+// accepted, whatever the controller writes, until someone makes them.
+func missingParents(t traffic.Traffic, o traffic.Observed) string {
+	if t.Spec.GatewayAPI == nil {
+		return ""
+	}
+	var missing []string
+	for i, ref := range t.Spec.GatewayAPI.ParentRefs {
+		if ns, name, ok := gatewayOf(ref, t.DGD.Namespace); ok && findGateway(o, ns, name) == nil {
+			missing = append(missing, fmt.Sprintf("Gateway %s/%s (spec.rollout.trafficRouting.gatewayAPI.parentRefs[%d]) not found", ns, name, i))
+		}
+	}
+	return strings.Join(missing, "; ")
+}
+
+func effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
 	name := fmt.Sprintf("HTTPRoute %s/%s", t.DGD.Namespace, t.Entry)
 	have, _ := o.Objects[traffic.Key("HTTPRoute", t.Entry)].(*gatewayv1.HTTPRoute)
 	switch {

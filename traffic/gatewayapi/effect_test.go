@@ -148,15 +148,18 @@ func TestEffect(t *testing.T) {
 		},
 		"the parent Gateway not found": {
 			t: two, o: observe(observedRoute(two, 3, accepted(public, 3)), gw("ns", "public")),
-			want: traffic.Effect{Serving: true, Message: route + "Gateway infra/edge not found"},
+			want: traffic.Effect{Serving: true, Message: route + "Gateway infra/edge not found",
+				Unservable: "Gateway infra/edge (spec.rollout.trafficRouting.gatewayAPI.parentRefs[1]) not found"},
 		},
 		"a Gateway of the name in another namespace is not the parent": {
 			t: two, o: observe(observedRoute(two, 3, accepted(public, 3), accepted(infra, 3)), gw("ns", "public"), gw("ns", "edge")),
-			want: traffic.Effect{Serving: true, Message: route + "Gateway infra/edge not found"},
+			want: traffic.Effect{Serving: true, Message: route + "Gateway infra/edge not found",
+				Unservable: "Gateway infra/edge (spec.rollout.trafficRouting.gatewayAPI.parentRefs[1]) not found"},
 		},
 		"a stale entry of a deleted Gateway does not serve": {
 			t: one, o: observe(observedRoute(one, 3, accepted(public, 3))),
-			want: traffic.Effect{Message: route + "Gateway ns/public not found"},
+			want: traffic.Effect{Message: route + "Gateway ns/public not found",
+				Unservable: "Gateway ns/public (spec.rollout.trafficRouting.gatewayAPI.parentRefs[0]) not found"},
 		},
 	}
 	for name, tc := range cases {
