@@ -67,6 +67,17 @@ type world struct {
 	agent    bool
 	inflight map[string]int64
 	ips      int
+	// fronts are the cohort frontends a Grove-like backend holds, each in a group of its
+	// own per template, by workload name (backends/grove cohort.go).
+	fronts map[string]cohortFront
+	made   int // cohort frontend groups made so far
+}
+
+// cohortFront is one cohort frontend's group on a Grove-like backend: the template it
+// runs (its frontend image) and when it was made.
+type cohortFront struct {
+	template string
+	made     int
 }
 
 func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
@@ -74,7 +85,7 @@ func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
 	return &world{dgd: dgd, workloads: map[string]*decide.Workload{}, now: t0,
 		objects:  decide.Objects{Named: map[string]client.Object{}},
 		backends: map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment},
-		names:    map[backends.Key]string{}, templates: tableTemplates()}
+		names:    map[backends.Key]string{}, templates: tableTemplates(), fronts: map[string]cohortFront{}}
 }
 
 // describe is the description of the backend of that kind.
@@ -146,6 +157,10 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 			w.changeRevision(wr)
 		case decide.Ensure:
 			for _, sw := range wr.Pool.Services {
+				if w.describe(wr.Backend).HoldsPools && w.cohortKey(sw.Key) {
+					w.ensureFront(wr.Backend, sw)
+					continue
+				}
 				wl := w.workloadOf(wr.Backend, sw.Key, sw.Replicas)
 				if _, ok := w.workloads[wl.Name]; !ok {
 					w.workloads[wl.Name] = wl
@@ -192,6 +207,7 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 			wl.Ready, wl.Updated, wl.Current, wl.Pods = wl.Replicas, wl.Replicas, wl.Replicas, wl.Replicas
 		}
 	}
+	w.outdateFronts()
 	if w.agent {
 		w.agentApplies()
 	}
@@ -285,6 +301,9 @@ func (w *world) decideFor(t *testing.T) (*decide.Snapshot, decide.Decision) {
 		}
 		for _, n := range d.Needs.Names {
 			w.names[n.Key] = cliqueName(w.dgd.Name, n.Key)
+			if w.cohortKey(n.Key) {
+				w.names[n.Key] = cohortClique(w.dgd.Name, n.Key, 1)
+			}
 		}
 		s.Names = maps.Clone(w.names)
 	}
@@ -304,6 +323,90 @@ func groupName(dgd string, key backends.Key) string {
 
 func cliqueName(dgd string, key backends.Key) string {
 	return groupName(dgd, key) + "-0-" + strings.ToLower(key.Service)
+}
+
+// cohortClique names the clique of a cohort frontend's n-th template on a Grove-like
+// backend, in a PodCliqueSet {dgd}-{service}-{hash}[-n] of its own (backends/grove picks
+// the first free {dgd}-k: the world names them apart by what they hold instead).
+func cohortClique(dgd string, key backends.Key, n int) string {
+	group := dgd + "-" + strings.ToLower(key.Service) + "-" + key.Hash
+	if n > 1 {
+		group += fmt.Sprintf("-%d", n)
+	}
+	return group + "-0-" + strings.ToLower(key.Service)
+}
+
+// cohortKey reports whether key is a cohort's frontend: a non-worker service at a
+// worker revision.
+func (w *world) cohortKey(key backends.Key) bool {
+	svc := w.dgd.Spec.Services[key.Service]
+	return key.Hash != "" && svc != nil && !svc.IsWorker()
+}
+
+// frontTemplate is what tells a frontend's templates apart in the world: its image.
+func frontTemplate(spec *v1alpha1.DynamoComponentDeploymentSharedSpec) string {
+	if spec.ExtraPodSpec == nil || spec.ExtraPodSpec.MainContainer == nil {
+		return ""
+	}
+	return spec.ExtraPodSpec.MainContainer.Image
+}
+
+// ensureFront plays backends/grove's Ensure of a cohort frontend: nothing when a
+// group of its key runs its template (replicas move only by Scale), else a group of its
+// own, named as Names said for the key's first, beside the others for a new template.
+func (w *world) ensureFront(kind string, sw backends.ServiceWorkload) {
+	n := 1
+	for name, wl := range w.workloads {
+		if wl.Key == sw.Key {
+			if w.fronts[name].template == frontTemplate(sw.Spec) {
+				return
+			}
+			n++
+		}
+	}
+	b := w.describe(kind)
+	name := cohortClique(w.dgd.Name, sw.Key, n)
+	for w.workloads[name] != nil {
+		n++
+		name = cohortClique(w.dgd.Name, sw.Key, n)
+	}
+	wl := &decide.Workload{Backend: kind, Workload: backends.Workload{Key: sw.Key, Kind: "PodClique", Name: name, Replicas: sw.Replicas,
+		Group: &backends.ObjectRef{Kind: b.Kind, Name: strings.TrimSuffix(name, "-0-"+strings.ToLower(sw.Service))}}}
+	w.workloads[name] = wl
+	w.made++
+	w.fronts[name] = cohortFront{template: frontTemplate(sw.Spec), made: w.made}
+}
+
+// outdateFronts plays backends/grove's Observe of cohort frontends: of several groups
+// of one key, the one of the spec's template (else the newest) is current and the
+// others are Outdated; a key's only group never is.
+func (w *world) outdateFronts() {
+	byKey := map[backends.Key][]string{}
+	for name := range w.fronts {
+		if wl := w.workloads[name]; wl != nil {
+			byKey[wl.Key] = append(byKey[wl.Key], name)
+		} else {
+			delete(w.fronts, name)
+		}
+	}
+	for key, names := range byKey {
+		current := names[0]
+		for _, n := range names {
+			if w.fronts[n].made > w.fronts[current].made {
+				current = n
+			}
+		}
+		if svc := w.dgd.Spec.Services[key.Service]; svc != nil {
+			for _, n := range names {
+				if w.fronts[n].template == frontTemplate(svc) {
+					current = n
+				}
+			}
+		}
+		for _, n := range names {
+			w.workloads[n].Outdated = len(names) > 1 && n != current
+		}
+	}
 }
 
 // answerHolders reads what holds each name, as the reconciler does past its cache:
