@@ -39,7 +39,7 @@ generate: $(CONTROLLER_GEN)
 manifests: $(CONTROLLER_GEN)
 	$(CONTROLLER_GEN) crd:generateEmbeddedObjectMeta=true paths=./api/... output:crd:artifacts:config=config/crd/bases
 	go run ./hack/crdfix $(CRD)
-	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... paths=./backends/... paths=./cmd/manager/app/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=manager-role paths=./controllers/... paths=./backends/... paths=./traffic/... paths=./cmd/manager/app/... output:rbac:artifacts:config=config/rbac
 	go run ./hack/chartrbac
 
 fmt:

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
@@ -46,7 +47,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager, workers int) error {
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		Named("dynamographdeployment").
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(workers, 1)})
-	b = r.watchTemplates(r.watch(mgr, b))
+	b = r.watchGateways(mgr, r.watchTemplates(r.watch(mgr, b)))
 	// A landed analysis result enqueues its DGD (measure.go).
 	b = b.WatchesRawSource(source.Func(r.measurements().start))
 	if r.Middleware != nil {
@@ -70,8 +71,16 @@ func (r *Reconciler) index(ctx context.Context, mgr ctrl.Manager) error {
 	if err := indexTemplates(ctx, mgr); err != nil {
 		return err
 	}
+	if r.gatewaysServed() {
+		if err := indexGateways(ctx, mgr); err != nil {
+			return err
+		}
+	}
 	indexed := map[reflect.Type]bool{}
 	controlled := []client.Object{&corev1.Service{}, &networkingv1.Ingress{}}
+	if r.gatewaysServed() {
+		controlled = append(controlled, &gatewayv1.HTTPRoute{})
+	}
 	for _, be := range r.Backends.All() {
 		controlled = append(controlled, be.Objects()...)
 	}

@@ -15,12 +15,17 @@ import (
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/traffic/proxy/agent"
 )
 
 func main() {
 	// manager apply-crds: the Helm chart's init container (app.ApplyCRDs).
 	if len(os.Args) > 1 && os.Args[1] == "apply-crds" {
 		os.Exit(applyCRDs(os.Args[2:]))
+	}
+	// manager proxy-agent: the sidecar beside HAProxy in a traffic proxy pod (agent.Main).
+	if len(os.Args) > 1 && os.Args[1] == "proxy-agent" {
+		os.Exit(agent.Main(os.Args[2:]))
 	}
 	var (
 		metricsAddr, probeAddr, leaseNS string

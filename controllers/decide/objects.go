@@ -42,6 +42,8 @@ func kindOf(o client.Object) string {
 		return "Deployment"
 	case *gatewayv1.HTTPRoute:
 		return "HTTPRoute"
+	case *gatewayv1.Gateway:
+		return "Gateway"
 	}
 	return fmt.Sprintf("%T", o)
 }

@@ -515,14 +515,23 @@ func writeTraffic(v *view, tp trafficPlan, d *draft) error {
 		}
 		obs := v.Traffic[f.service].Objects
 		wanted[f.service] = map[string]bool{}
+		same := sameObject
+		if c, ok := f.provider.(traffic.Comparer); ok {
+			same = func(have, want client.Object) bool {
+				if s, known := c.Same(have, want); known {
+					return s
+				}
+				return sameObject(have, want)
+			}
+		}
 		for _, o := range r.Apply {
-			key := traffic.Key(kindOf(o), o.GetName())
+			key := lookupKeyOf(v.dgd, o)
 			wanted[f.service][key] = true
 			stampTemplate(o)
-			apply(v.dgd, d, o, obs[key], true, sameObject)
+			apply(v.dgd, d, o, obs[key], true, same)
 		}
 		for _, o := range r.Create {
-			key := traffic.Key(kindOf(o), o.GetName())
+			key := lookupKeyOf(v.dgd, o)
 			wanted[f.service][key] = true
 			if obs[key] == nil {
 				owned(v.dgd, o, true)
@@ -664,11 +673,11 @@ func TrafficLookups(dgd *v1alpha1.DynamoGraphDeployment, providers map[string]tr
 			p := providers[kind]
 			if r, err := p.Objects(base); err == nil {
 				for _, o := range append(append([]client.Object(nil), r.Apply...), r.Create...) {
-					l.Objects[traffic.Key(kindOf(o), o.GetName())] = emptyLike(o)
+					l.Objects[lookupKeyOf(dgd, o)] = emptyLike(o)
 				}
 			}
 			for _, o := range p.Lookups(base) {
-				l.Objects[traffic.Key(kindOf(o), o.GetName())] = emptyLike(o)
+				l.Objects[lookupKeyOf(dgd, o)] = emptyLike(o)
 			}
 			if sel := p.PodLabels(base); sel != nil {
 				l.Pods = append(l.Pods, sel)
@@ -677,6 +686,16 @@ func TrafficLookups(dgd *v1alpha1.DynamoGraphDeployment, providers map[string]tr
 		out[fe] = l
 	}
 	return out
+}
+
+// lookupKeyOf is o's key in traffic.Observed.Objects: traffic.Key of its kind and
+// name, with its namespace in between when it is not the DGD's (a parent Gateway of
+// another namespace), so that two objects of one name never share a key.
+func lookupKeyOf(dgd *v1alpha1.DynamoGraphDeployment, o client.Object) string {
+	if ns := o.GetNamespace(); ns != "" && ns != dgd.Namespace {
+		return traffic.Key(kindOf(o), ns+"/"+o.GetName())
+	}
+	return traffic.Key(kindOf(o), o.GetName())
 }
 
 // emptyLike is an empty object of o's type with its namespace and name.

@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/conversion"
@@ -46,6 +47,8 @@ import (
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
+	"github.com/dgd-rollout/operator/traffic"
+	"github.com/dgd-rollout/operator/traffic/gatewayapi"
 )
 
 // NewScheme returns a scheme with every type the operator reads or writes.
@@ -69,6 +72,9 @@ func NewScheme() *runtime.Scheme {
 	if err := grovev1.AddToScheme(s); err != nil {
 		panic(err)
 	}
+	if err := gatewayv1.Install(s); err != nil {
+		panic(err)
+	}
 	return s
 }
 
@@ -88,8 +94,9 @@ func NewScheme() *runtime.Scheme {
 //   - the EndpointSlices of DGDs' discovery Services (both discovery labels and the
 //     graph label, which the EndpointSlice controller copies from the Service: how a
 //     DGD's readiness is read, controllers/discovery.go);
-//   - the Services, Ingresses, ServiceAccounts, Roles, RoleBindings and ConfigMaps it
-//     made, by its managed-by label.
+//   - the Services, Ingresses, ServiceAccounts, Roles, RoleBindings, ConfigMaps and
+//     HTTPRoutes it made, by its managed-by label; Gateways (none of them ours: the
+//     parents its HTTPRoutes name) unfiltered.
 //
 // PodCliques and PodCliqueScalingGroups are Grove's: they carry only Grove's labels
 // (app.kubernetes.io/managed-by: grove-operator, part-of: <PodCliqueSet>; FACTS.md),
@@ -128,6 +135,8 @@ func CacheOptions() cache.Options {
 			&rbacv1.RoleBinding{}:        {Label: ours},
 			&corev1.ConfigMap{}:          {Label: ours},
 			&discoveryv1.EndpointSlice{}: {Label: discovery},
+			&gatewayv1.HTTPRoute{}:       {Label: ours},
+			&gatewayv1.Gateway{}:         {},
 		}}
 }
 
@@ -251,6 +260,8 @@ type Options struct {
 	// Middleware, when set, wraps the DGD reconciler (controllers.Reconciler.Middleware):
 	// tests trace passes with it.
 	Middleware func(reconcile.Reconciler) reconcile.Reconciler
+	// Traffic configures the traffic providers between cohorts (the proxy's images).
+	Traffic traffic.Config
 	// StorageMigrated, when set, is called when the storage migration of this start has
 	// ended (MigrateStorage succeeded, or found nothing to do); never when it does not
 	// run (WatchNamespaces). Tests wait for it before they change the CRD's storage.
@@ -352,6 +363,19 @@ func Backends(mgr ctrl.Manager, platform render.Config) *backends.Registry {
 		ctrl.Log.Info("Grove CRDs not installed: the Grove backend is off")
 	}
 	return r
+}
+
+// Providers are the traffic providers between cohorts: the proxy always, the Gateway
+// API's where its HTTPRoute CRD is served (traffic.Provider; the operator's flags
+// configure them).
+func Providers(mgr ctrl.Manager) map[string]traffic.Provider {
+	out := map[string]traffic.Provider{}
+	if installed(mgr, gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")) {
+		out[v1alpha1.TrafficGatewayAPI] = gatewayapi.Provider{}
+	} else {
+		ctrl.Log.Info("Gateway API CRDs not installed: spec.rollout.trafficRouting.gatewayAPI is off")
+	}
+	return out
 }
 
 func installed(mgr ctrl.Manager, gvk schema.GroupVersionKind) bool {
@@ -484,6 +508,8 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*controllers.Reconciler, error)
 		Scheme:     mgr.GetScheme(),
 		Recorder:   mgr.GetEventRecorder("dgd-rollout"),
 		Backends:   Backends(mgr, o.Platform),
+		Providers:  Providers(mgr),
+		Traffic:    o.Traffic,
 		History:    revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
 		Platform:   o.Platform,
 		APIReader:  conversion.Reader{Reader: mgr.GetAPIReader()},
