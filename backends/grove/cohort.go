@@ -183,12 +183,14 @@ func cohortLabels(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key, h strin
 	return labels
 }
 
-// outdatedCohorts lists the cohort frontend PodCliqueSets (by name) that a newer one of
-// the same key replaces: of several live ones of a key, the one running the template the
-// spec renders for it is current (else the newest: a spec changed again before its
-// template was made), the others are outdated. A key with one PodCliqueSet is never
-// outdated, whatever the spec says: an old cohort keeps the frontend of its own
-// revision, and the spec's frontend is the update revision's.
+// outdatedCohorts lists the cohort frontend PodCliqueSets (by name) that are not, or
+// will not be, their key's current one. Of a key's live ones, the one running the
+// template the spec renders for it is current and the others outdated. When none runs
+// it: on the update revision (status.updateWorkerHash), whose frontend is the spec's,
+// every one is outdated, so the controller knows that its Ensure makes the new
+// template's beside them (decide's updateCohortFronts: a frontend-only change); on an
+// old cohort, which keeps the frontend of its own revision whatever the spec's is, the
+// newest is current (one alone is never outdated).
 func (b *Backend) outdatedCohorts(dgd *v1alpha1.DynamoGraphDeployment, sets []*grovev1.PodCliqueSet) map[string]bool {
 	byKey := map[backends.Key][]*grovev1.PodCliqueSet{}
 	for _, pcs := range sets {
@@ -199,24 +201,31 @@ func (b *Backend) outdatedCohorts(dgd *v1alpha1.DynamoGraphDeployment, sets []*g
 	}
 	out := map[string]bool{}
 	for key, live := range byKey {
-		if len(live) < 2 {
-			continue
-		}
 		sortOldestFirst(live)
-		current := live[len(live)-1]
-		if svc := dgd.Spec.Services[key.Service]; svc != nil && !svc.IsWorker() {
-			sw := backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()}
-			if _, h, err := stableTemplate(dgd, sw, b.Config); err == nil {
-				for _, pcs := range live {
-					if cohortTemplate(pcs) == h {
-						current = pcs
-					}
-				}
+		var current *grovev1.PodCliqueSet
+		h, ok := b.specTemplate(dgd, key)
+		for _, pcs := range live {
+			if ok && cohortTemplate(pcs) == h {
+				current = pcs
 			}
+		}
+		if current == nil && !(ok && key.Hash == dgd.Status.UpdateWorkerHash) {
+			current = live[len(live)-1]
 		}
 		for _, pcs := range live {
 			out[pcs.Name] = pcs != current
 		}
 	}
 	return out
+}
+
+// specTemplate is the stable hash of the template dgd's spec renders for a cohort
+// frontend key, if the spec has that frontend.
+func (b *Backend) specTemplate(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) (string, bool) {
+	svc := dgd.Spec.Services[key.Service]
+	if svc == nil || svc.IsWorker() {
+		return "", false
+	}
+	_, h, err := stableTemplate(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()}, b.Config)
+	return h, err == nil
 }

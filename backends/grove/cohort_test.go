@@ -193,7 +193,8 @@ func TestCohortPreludeName(t *testing.T) {
 // TestCohortFrontendSideBySide: a frontend-only change makes a PodCliqueSet of the new
 // template beside the old one (never a template write to either: Grove's
 // RollingRecreate would delete the one pod first); Observe reports the old one
-// Outdated; Scale of each observed workload scales its own PodClique; Ensure again
+// Outdated, on the update revision already before the new one exists (an old cohort's
+// only one never); Scale of each observed workload scales its own PodClique; Ensure again
 // writes nothing; the spec back to the old template makes the old one current.
 func TestCohortFrontendSideBySide(t *testing.T) {
 	f := newCohortFixture(t)
@@ -205,6 +206,14 @@ func TestCohortFrontendSideBySide(t *testing.T) {
 	key := backends.Key{Service: "Frontend", Hash: "aaaaaaaa"}
 	old := f.sets(t)["g-1"]
 	dgd = cohortDGD("fe:2")
+	dgd.Status.UpdateWorkerHash = "bbbbbbbb"
+	if f.observe(t, dgd)["g-1-0-frontend"].Outdated {
+		t.Error("an old cohort's only frontend is outdated against the spec's frontend")
+	}
+	dgd.Status.UpdateWorkerHash = "aaaaaaaa"
+	if !f.observe(t, dgd)["g-1-0-frontend"].Outdated {
+		t.Error("the update revision's only frontend runs another template than the spec's: want it outdated before its replacement is made")
+	}
 	fe := backends.Pool{Hash: "aaaaaaaa", Services: []backends.ServiceWorkload{{Key: key, Spec: dgd.Spec.Services["Frontend"], Replicas: 2, InPlace: true}}}
 	for range 2 {
 		if err := f.b.Ensure(ctx, dgd, fe); err != nil {

@@ -249,6 +249,7 @@ func prelude(v *view, h *history, d *draft) string {
 			name := v.name(b, sw.Key)
 			w.Expect[name] = sw.Replicas
 			w.Say = append(w.Say, fmt.Sprintf("created %s at %d for revision %d's cohort", name, sw.Replicas, h.number(hash)))
+			d.made = append(d.made, Workload{Backend: b, Workload: backends.Workload{Key: sw.Key, Kind: b, Name: name, Replicas: sw.Replicas}})
 		}
 		d.write(w)
 	}

@@ -123,6 +123,7 @@ func (w *world) workloadOf(kind string, key backends.Key, replicas int32) *decid
 }
 
 func (w *world) snapshot() *decide.Snapshot {
+	w.outdateFronts() // observed against the spec and status as they are now
 	s := &decide.Snapshot{
 		DGD: w.dgd.DeepCopy(), Now: w.now,
 		Backends:  w.backends,
@@ -207,7 +208,6 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 			wl.Ready, wl.Updated, wl.Current, wl.Pods = wl.Replicas, wl.Replicas, wl.Replicas, wl.Replicas
 		}
 	}
-	w.outdateFronts()
 	if w.agent {
 		w.agentApplies()
 	}
@@ -301,11 +301,14 @@ func (w *world) decideFor(t *testing.T) (*decide.Snapshot, decide.Decision) {
 		}
 		for _, n := range d.Needs.Names {
 			w.names[n.Key] = cliqueName(w.dgd.Name, n.Key)
-			if w.cohortKey(n.Key) {
-				w.names[n.Key] = cohortClique(w.dgd.Name, n.Key, 1)
-			}
 		}
 		s.Names = maps.Clone(w.names)
+		for _, n := range d.Needs.Names {
+			if w.cohortKey(n.Key) { // named by what the cluster holds now: asked every pass
+				delete(w.names, n.Key)
+				s.Names[n.Key] = w.frontName(n.Key)
+			}
+		}
 	}
 	t.Fatalf("needs not met after 4 decisions")
 	return nil, decide.Decision{}
@@ -353,23 +356,13 @@ func frontTemplate(spec *v1alpha1.DynamoComponentDeploymentSharedSpec) string {
 
 // ensureFront plays backends/grove's Ensure of a cohort frontend: nothing when a
 // group of its key runs its template (replicas move only by Scale), else a group of its
-// own, named as Names said for the key's first, beside the others for a new template.
+// own beside the others, named as Names said (frontName).
 func (w *world) ensureFront(kind string, sw backends.ServiceWorkload) {
-	n := 1
-	for name, wl := range w.workloads {
-		if wl.Key == sw.Key {
-			if w.fronts[name].template == frontTemplate(sw.Spec) {
-				return
-			}
-			n++
-		}
+	if w.runs(sw.Key, frontTemplate(sw.Spec)) != "" {
+		return
 	}
 	b := w.describe(kind)
-	name := cohortClique(w.dgd.Name, sw.Key, n)
-	for w.workloads[name] != nil {
-		n++
-		name = cohortClique(w.dgd.Name, sw.Key, n)
-	}
+	name := w.nextFront(sw.Key)
 	wl := &decide.Workload{Backend: kind, Workload: backends.Workload{Key: sw.Key, Kind: "PodClique", Name: name, Replicas: sw.Replicas,
 		Group: &backends.ObjectRef{Kind: b.Kind, Name: strings.TrimSuffix(name, "-0-"+strings.ToLower(sw.Service))}}}
 	w.workloads[name] = wl
@@ -377,9 +370,38 @@ func (w *world) ensureFront(kind string, sw backends.ServiceWorkload) {
 	w.fronts[name] = cohortFront{template: frontTemplate(sw.Spec), made: w.made}
 }
 
-// outdateFronts plays backends/grove's Observe of cohort frontends: of several groups
-// of one key, the one of the spec's template (else the newest) is current and the
-// others are Outdated; a key's only group never is.
+// runs is the workload of key running template, or "".
+func (w *world) runs(key backends.Key, template string) string {
+	for name, wl := range w.workloads {
+		if f, ok := w.fronts[name]; ok && wl.Key == key && f.template == template {
+			return name
+		}
+	}
+	return ""
+}
+
+// nextFront is the name of a cohort frontend key's next group.
+func (w *world) nextFront(key backends.Key) string {
+	for n := 1; ; n++ {
+		if name := cohortClique(w.dgd.Name, key, n); w.workloads[name] == nil {
+			return name
+		}
+	}
+}
+
+// frontName is backends/grove's Name of a cohort frontend key: the group running the
+// spec's template, else the one Ensure makes for it.
+func (w *world) frontName(key backends.Key) string {
+	if name := w.runs(key, frontTemplate(w.dgd.Spec.Services[key.Service])); name != "" {
+		return name
+	}
+	return w.nextFront(key)
+}
+
+// outdateFronts plays backends/grove's Observe of cohort frontends: of a key's groups,
+// the one of the spec's template is current and the others are Outdated; when none
+// runs it, all of the update revision's are (its Ensure makes the spec's beside them),
+// and of an old cohort's the newest is current.
 func (w *world) outdateFronts() {
 	byKey := map[backends.Key][]string{}
 	for name := range w.fronts {
@@ -390,21 +412,17 @@ func (w *world) outdateFronts() {
 		}
 	}
 	for key, names := range byKey {
-		current := names[0]
-		for _, n := range names {
-			if w.fronts[n].made > w.fronts[current].made {
-				current = n
-			}
-		}
-		if svc := w.dgd.Spec.Services[key.Service]; svc != nil {
+		current := w.runs(key, frontTemplate(w.dgd.Spec.Services[key.Service]))
+		if current == "" && key.Hash != w.dgd.Status.UpdateWorkerHash {
+			current = names[0]
 			for _, n := range names {
-				if w.fronts[n].template == frontTemplate(svc) {
+				if w.fronts[n].made > w.fronts[current].made {
 					current = n
 				}
 			}
 		}
 		for _, n := range names {
-			w.workloads[n].Outdated = len(names) > 1 && n != current
+			w.workloads[n].Outdated = n != current
 		}
 	}
 }

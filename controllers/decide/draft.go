@@ -22,6 +22,10 @@ type draft struct {
 	// takeOverHeld says why the take-over from Dynamo's operator waits (condition
 	// TakeOverHeld), "" when it does not.
 	takeOverHeld string
+	// made are the workloads the pass creates outside the plan's increases (the
+	// prelude's cohort frontends, a cohort frontend's new template beside its old one):
+	// what it leaves has them (result).
+	made []Workload
 }
 
 func newDraft() *draft {

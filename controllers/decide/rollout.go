@@ -113,31 +113,43 @@ func updateCohortFronts(v *view, c course, d *draft) {
 
 // ensureHeldFront is updateCohortFronts' Ensure of the goal's cohort frontend key on a
 // backend that HoldsPools: one write for the key (it may have two objects, the outdated
-// one beside its replacement), at the most replicas one of them has. When none is
-// live: a frontend of 1 (the planner grows it) for a goal whose workers have pods
-// (their object is older than a pass: the frontend's, made just after it by the same
-// Ensure, would be in the cache), outside the prelude (which makes the running
-// revision's at full size itself).
+// one beside its replacement), at the most replicas one of them has. Every live one
+// outdated (the backend reports so when none runs the goal's template), the Ensure
+// makes the new template's, which the pass says and leaves (d.made). None live: a
+// frontend of 1 (the planner grows it) for a goal whose workers have pods (their
+// object is older than a pass: the frontend's, made just after it by the same Ensure,
+// would be in the cache), outside the prelude (which makes the running revision's at
+// full size itself).
 func ensureHeldFront(v *view, c course, d *draft, kind string, key backends.Key, spec *v1alpha1.DynamoComponentDeploymentSharedSpec) {
 	var replicas int32
-	live, workers := false, false
+	var live, current int
+	workers := false
 	for _, w := range v.Workloads {
 		switch {
 		case w.Terminating || w.Hash != key.Hash:
 		case w.Key == key:
-			live, replicas = true, max(replicas, w.Replicas)
+			live, replicas = live+1, max(replicas, w.Replicas)
+			if !w.Outdated {
+				current++
+			}
 		case !v.form.isFrontend(w.Service) && w.Replicas > 0 && max(w.Current, w.Pods) > 0:
 			workers = true
 		}
 	}
+	why := fmt.Sprintf("beside its old template in revision %d's cohort", c.h.number(key.Hash))
+	switch {
+	case live == 0 && (!workers || v.form.prelude || spec.DesiredReplicas() == 0):
+		return
+	case live == 0:
+		replicas, why = 1, fmt.Sprintf("for revision %d's cohort, whose workers ran without it", c.h.number(key.Hash))
+	}
 	sw := backends.ServiceWorkload{Key: key, Spec: spec, Replicas: replicas, InPlace: true}
 	w := Write{Op: Ensure, Backend: kind, From: c.goalDGD, Pool: backends.Pool{Hash: key.Hash, Services: []backends.ServiceWorkload{sw}}}
-	if !live {
-		if !workers || v.form.prelude || spec.DesiredReplicas() == 0 {
-			return
-		}
-		w.Pool.Services[0].Replicas, w.Progress = 1, true
-		w.Say = []string{fmt.Sprintf("created %s at 1 for revision %d's cohort, whose workers ran without it", v.name(kind, key), c.h.number(key.Hash))}
+	if current == 0 {
+		name := v.name(kind, key)
+		w.Progress, w.Expect = true, map[string]int32{name: replicas}
+		w.Say = []string{fmt.Sprintf("created %s at %d %s", name, replicas, why)}
+		d.made = append(d.made, Workload{Backend: kind, Workload: backends.Workload{Key: key, Kind: kind, Name: name, Replicas: replicas}})
 	}
 	d.write(w)
 }
@@ -440,7 +452,8 @@ func cleanup(v *view, c course, plan planner.Plan, d *draft) {
 
 // result is the state a pass leaves, which the status reports: every workload at the
 // replicas the pass set, ready counted up to those replicas (a replica being removed is
-// not counted on), workloads it created, none it deleted. Reporting the result rather
+// not counted on), workloads it created (the plan's, and those outside it: d.made),
+// none it deleted. Reporting the result rather
 // than the input means the passes that only see their own writes arrive in the cache
 // find nothing new to write: one status write per step.
 func result(v *view, c course, m moves, d *draft) []Workload {
@@ -456,5 +469,5 @@ func result(v *view, c course, m moves, d *draft) []Workload {
 		}
 		out = append(out, w)
 	}
-	return append(out, m.created...)
+	return append(append(out, m.created...), d.made...)
 }
