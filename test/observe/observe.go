@@ -8,8 +8,9 @@
 //     the slices it would make from the Services) and those objects, what every
 //     frontend discovers (dynamoview): no Dynamo namespace ever holds workers of two
 //     revisions (a prefill would discover a decode of another generation), and once a
-//     frontend has discovered a ready generation it never has none (no zero-routable
-//     gap, Dynamo issue 13622), except under strategy Recreate, which stops the old
+//     frontend has discovered a ready generation the frontends never have none (no
+//     zero-routable gap, Dynamo issue 13622; cohorts' frontends, each discovering its
+//     own revision, are judged together), except under strategy Recreate, which stops the old
 //     revision before the new one starts. A gap is a violation unless discovery lag is
 //     proven at every state of it: every worker pod the frontend routed to at the last
 //     ready state still runs (not terminating), and every Service and EndpointSlice
@@ -62,6 +63,18 @@ type Options struct {
 	// SyntheticSlices derives EndpointSlices from the namespace's Services and pods as
 	// the EndpointSlice controller would (envtest runs none).
 	SyntheticSlices bool
+	// Check, when set, judges every observed state too (a spec's own rules, read from
+	// the same live objects); what it returns are violations.
+	Check func(State) []string
+}
+
+// State is one observed state of the namespace, as Options.Check sees it: the objects
+// the cache holds and what Dynamo's discovery makes of them.
+type State struct {
+	Pods     []corev1.Pod
+	Slices   []discoveryv1.EndpointSlice
+	Services []corev1.Service
+	View     dynamoview.View
 }
 
 // Stats are what an Observer saw.
@@ -308,6 +321,11 @@ func (o *Observer) check() {
 		o.fail("isolation: " + v)
 	}
 	o.checkFrontends(view, pods, slices, svcs, o.gapAllowed(ctx))
+	if o.opts.Check != nil {
+		for _, v := range o.opts.Check(State{Pods: pods, Slices: slices, Services: svcs, View: view}) {
+			o.fail(v)
+		}
+	}
 	o.checkGangs(pods)
 	o.checkServices(ctx, pods)         // services.go
 	o.checkRoutable(ctx, pods, slices) // services.go
@@ -339,14 +357,17 @@ func (o *Observer) gapAllowed(ctx context.Context) bool {
 
 // checkFrontends: once a frontend has discovered a ready generation, it always has one,
 // or the gap is proven to be discovery lag at every one of its states (see the package
-// doc).
+// doc). The frontends are judged together: a shared frontend's pods all discover alike,
+// and the cohorts' frontends (spec.rollout.frontends) each discover their own revision
+// only, so the graph routes while any frontend not being deleted discovers a ready
+// generation (all of them, when every one is being deleted).
 func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, svcs []corev1.Service, gapAllowed bool) {
-	fes := dynamoview.Frontends(pods)
+	fes := servingFrontends(pods)
 	if len(fes) == 0 {
 		return
 	}
 	fv := view.FrontendFor(fes[0])
-	ready := fv.ReadyGenerations()
+	ready := readyGenerations(view, fes)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, g := range ready {
@@ -381,6 +402,38 @@ func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slice
 			}
 		}
 	}
+}
+
+// servingFrontends are the frontend runtimes of pods not being deleted, or of every
+// pod when all of them are.
+func servingFrontends(pods []corev1.Pod) []dynamoview.Runtime {
+	var live []corev1.Pod
+	for i := range pods {
+		if pods[i].DeletionTimestamp == nil {
+			live = append(live, pods[i])
+		}
+	}
+	if fes := dynamoview.Frontends(live); len(fes) > 0 {
+		return fes
+	}
+	return dynamoview.Frontends(pods)
+}
+
+// readyGenerations are the ready generations any of the frontends discovers, by
+// namespace.
+func readyGenerations(view dynamoview.View, fes []dynamoview.Runtime) []dynamoview.Generation {
+	seen := map[string]bool{}
+	var out []dynamoview.Generation
+	for _, fe := range fes {
+		for _, g := range view.FrontendFor(fe).ReadyGenerations() {
+			if !seen[g.Namespace] {
+				seen[g.Namespace] = true
+				out = append(out, g)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
+	return out
 }
 
 // closeGap ends the gap under way: one proven at every state is counted as lag.

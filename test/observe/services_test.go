@@ -116,3 +116,40 @@ func TestRoutableViolations(t *testing.T) {
 		t.Errorf("etcd discovery: %v", v)
 	}
 }
+
+// TestCohortServiceViolations: a cohort frontend's Service (worker hash, component type
+// frontend) is judged as one, not as a discovery Service: port http 8000, every frontend
+// pod of its revision selected and nothing else.
+func TestCohortServiceViolations(t *testing.T) {
+	front := func(name, hash string) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID("uid-" + name), Labels: map[string]string{
+			v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "Frontend", v1alpha1.LabelComponentType: v1alpha1.ComponentTypeFrontend, v1alpha1.LabelWorkerHash: hash}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Command: []string{"python3", "-m", "dynamo.frontend"},
+				Env: []corev1.EnvVar{{Name: "DYN_NAMESPACE", Value: "ns-g-" + hash}}}}}}
+	}
+	pods := append([]corev1.Pod{front("fe-a", "1a2b3c4d"), front("fe-b", "5e6f7a8b")}, lwsGang("g-decode-1a2b3c4d", "decode", "1a2b3c4d", 1)...)
+	sel := map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "Frontend", v1alpha1.LabelComponentType: v1alpha1.ComponentTypeFrontend, v1alpha1.LabelWorkerHash: "1a2b3c4d"}
+	good := corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g-frontend-1a2b3c4d-cohort", Labels: map[string]string{
+		v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "Frontend", v1alpha1.LabelComponentType: v1alpha1.ComponentTypeFrontend,
+		v1alpha1.LabelWorkerHash: "1a2b3c4d", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}},
+		Spec: corev1.ServiceSpec{Selector: sel, Ports: []corev1.ServicePort{{Name: render.PortNameHTTP, Port: render.PortHTTP}}}}
+	for name, c := range map[string]struct {
+		change func(*corev1.Service)
+		want   string
+	}{
+		"its revision's frontends": {func(*corev1.Service) {}, ""},
+		"every revision's":         {func(s *corev1.Service) { delete(s.Spec.Selector, v1alpha1.LabelWorkerHash) }, "selects fe-b, no frontend of its cohort"},
+		"another revision's":       {func(s *corev1.Service) { s.Spec.Selector[v1alpha1.LabelWorkerHash] = "5e6f7a8b" }, "does not select fe-a"},
+		"the discovery port":       {func(s *corev1.Service) { s.Spec.Ports[0].Port = render.PortSystem }, "want http 8000"},
+	} {
+		svc := good.DeepCopy()
+		c.change(svc)
+		v := CohortServiceViolations([]corev1.Service{*svc}, pods)
+		if got := strings.Join(v, "; "); c.want == "" && got != "" || !strings.Contains(got, c.want) {
+			t.Errorf("%s: %q, want %q", name, got, c.want)
+		}
+		if d := DiscoveryServiceViolations([]corev1.Service{*svc}, pods); len(d) != 0 {
+			t.Errorf("%s: judged as a discovery Service: %v", name, d)
+		}
+	}
+}
