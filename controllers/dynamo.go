@@ -310,6 +310,9 @@ const legacyHash = "legacy"
 // no workload and none would be routable: the planner would take Dynamo's legacy
 // workers for an old revision with nothing ready and drain them at once.
 func podKey(dgd *v1alpha1.DynamoGraphDeployment, labels map[string]string) backends.Key {
+	if labels[v1alpha1.LabelTrafficProxy] != "" {
+		return backends.Key{} // the traffic proxy's pod: none of a service's
+	}
 	key := backends.Key{Service: labels[v1alpha1.LabelService], Hash: labels[v1alpha1.LabelWorkerHash]}
 	if svc := dgd.Spec.Services[key.Service]; key.Hash == "" && svc != nil && svc.IsWorker() && (dynamoPod(labels) || groveMember(labels)) {
 		key.Hash = legacyHash

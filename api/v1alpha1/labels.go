@@ -13,6 +13,10 @@ const (
 	LabelComponentType = "nvidia.com/dynamo-component-type"
 	// LabelWorkerHash is the worker revision hash; absent on stable (non-worker) workloads.
 	LabelWorkerHash = "nvidia.com/dynamo-worker-hash"
+	// LabelTrafficProxy ("true") marks the traffic proxy's pods and Deployment
+	// (traffic/proxy): they carry LabelGraph and LabelService (the frontend they serve)
+	// but are none of the service's workloads or pods.
+	LabelTrafficProxy = "nvidia.com/dgd-rollout-proxy"
 	// LabelManagedBy is set to ManagedByValue.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue marks objects this operator owns.

@@ -153,6 +153,11 @@ const (
 	// ReasonWaitingForCapacity: a setWeight step waits until the new revision's cohort
 	// has that share of the ready capacity.
 	ReasonWaitingForCapacity = "WaitingForCapacity"
+	// ReasonTrafficNotServing (Ready False, a Warning Event): the DGD has cohorts and
+	// its traffic provider routes nothing yet, or no more (a parent Gateway that does
+	// not exist or has not accepted the route, no ready proxy replica that applied a
+	// split): the message names the object.
+	ReasonTrafficNotServing = "TrafficNotServing"
 )
 
 // ReasonDynamoOperatorActive (Ready False, Stalled True): the DGD still runs workloads

@@ -70,8 +70,8 @@ func key(d *appsv1.Deployment) (backends.Key, bool) {
 		return backends.Key{}, false
 	}
 	sel := d.Spec.Selector.MatchLabels
-	if sel[v1alpha1.LabelService] == "" {
-		// None of a service's (the traffic proxy's Deployment is the DGD's too).
+	if sel[v1alpha1.LabelService] == "" || sel[v1alpha1.LabelTrafficProxy] != "" {
+		// None of a service's: the traffic proxy's Deployment is the DGD's too.
 		return backends.Key{}, false
 	}
 	return backends.Key{Service: sel[v1alpha1.LabelService], Hash: sel[v1alpha1.LabelWorkerHash]}, true

@@ -15,6 +15,7 @@ import (
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/controllers/analysis"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/traffic"
 	"github.com/dgd-rollout/operator/traffic/proxy/agent"
 )
 
@@ -51,6 +52,8 @@ func main() {
 	app.WatchNamespacesFlag(flag.CommandLine, &watch)
 	var webhook app.WebhookOptions
 	app.WebhookFlags(flag.CommandLine, &webhook)
+	var trafficCfg traffic.Config
+	app.TrafficFlags(flag.CommandLine, &trafficCfg)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -59,7 +62,7 @@ func main() {
 
 	le := leaderElection{enabled: leaderElect, namespace: leaseNS, lease: lease, renew: renew, retry: retry}
 	if err := run(metricsAddr, probeAddr, le, app.Options{Platform: platform, Tuning: tuning,
-		PrometheusURL: prometheusURL, Prometheus: prometheus, Webhook: webhook, WatchNamespaces: watch}); err != nil {
+		PrometheusURL: prometheusURL, Prometheus: prometheus, Webhook: webhook, WatchNamespaces: watch, Traffic: trafficCfg}); err != nil {
 		ctrl.Log.Error(err, "manager exited")
 		os.Exit(1)
 	}
@@ -86,7 +89,7 @@ func run(metricsAddr, probeAddr string, le leaderElection, o app.Options) error 
 		// and a follower takes over at once instead of after the lease duration.
 		LeaderElectionReleaseOnCancel: true,
 	}, Platform: o.Platform, Tuning: o.Tuning, PrometheusURL: o.PrometheusURL, Prometheus: o.Prometheus,
-		Webhook: o.Webhook, WatchNamespaces: o.WatchNamespaces})
+		Webhook: o.Webhook, WatchNamespaces: o.WatchNamespaces, Traffic: o.Traffic})
 	if err != nil {
 		return err
 	}

@@ -219,11 +219,13 @@ func (c course) rolledServices(v *view) []string {
 
 // prelude decides, in cohort form while a shared frontend runs, the cohort frontends of
 // the live revision at full size (the spec's replicas, that revision's template), and
-// returns why the workers hold ("" once no shared frontend is left, pods included).
-func prelude(v *view, h *history, d *draft) string {
+// returns why the workers hold ("" once no shared frontend is left, pods included) and
+// the workloads it creates (the status counts them).
+func prelude(v *view, h *history, d *draft) (string, []Workload) {
 	if !v.form.prelude {
-		return ""
+		return "", nil
 	}
+	var created []Workload
 	hash := v.form.preludeHash
 	pools := map[string]*backends.Pool{}
 	var order []string
@@ -249,11 +251,11 @@ func prelude(v *view, h *history, d *draft) string {
 			name := v.name(b, sw.Key)
 			w.Expect[name] = sw.Replicas
 			w.Say = append(w.Say, fmt.Sprintf("created %s at %d for revision %d's cohort", name, sw.Replicas, h.number(hash)))
-			d.made = append(d.made, Workload{Backend: b, Workload: backends.Workload{Key: sw.Key, Kind: b, Name: name, Replicas: sw.Replicas}})
+			created = append(created, Workload{Backend: b, Workload: backends.Workload{Key: sw.Key, Kind: b, Name: name, Replicas: sw.Replicas}})
 		}
 		d.write(w)
 	}
-	return fmt.Sprintf("revision %d's frontends are made its own (a cohort) before any other revision starts: waiting for the shared frontend to go", h.number(hash))
+	return fmt.Sprintf("revision %d's frontends are made its own (a cohort) before any other revision starts: waiting for the shared frontend to go", h.number(hash)), created
 }
 
 // observedKey reports whether a live workload of key was observed.

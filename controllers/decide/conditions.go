@@ -34,7 +34,32 @@ func conditions(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, d *
 		return
 	}
 	ready(v, st, set)
+	notServing(v, l, st, set, d)
 	reconciling(v, l, st, set)
+}
+
+// notServing sets Ready False (TrafficNotServing) while the DGD has cohorts and its
+// traffic provider routes nothing once the rollout has settled (a parent Gateway that
+// does not exist, or has not accepted the route; no proxy replica that serves a split),
+// with a Warning Event when news: the message names the object. While the cohorts'
+// first split is being set up the rollout is under way and says so instead.
+func notServing(v *view, l leaves, st *v1alpha1.DynamoGraphDeploymentStatus, set func(string, metav1.ConditionStatus, string, string), d *draft) {
+	ru := st.RollingUpdate
+	held := l.hold != nil && l.hold.reason == v1alpha1.ReasonTrafficNotServing
+	if ru == nil || (ru.Phase != v1alpha1.RolloutCompleted && ru.Phase != v1alpha1.RolloutPaused && !held) {
+		return
+	}
+	for _, f := range l.traffic.fronts {
+		if f.effect.Serving {
+			continue
+		}
+		msg := fmt.Sprintf("the cohorts' traffic through %s is not served: %s", f.t.Entry, orNone(f.effect.Message, f.t.Entry))
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonTrafficNotServing, msg)
+		if old := meta.FindStatusCondition(v.dgd.Status.Conditions, v1alpha1.ConditionReady); old == nil || old.Reason != v1alpha1.ReasonTrafficNotServing || old.Message != msg {
+			d.event("Warning", v1alpha1.ReasonTrafficNotServing, msg)
+		}
+		return
+	}
 }
 
 // setter sets conditions of st at the DGD's generation, now.

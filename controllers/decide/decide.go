@@ -71,7 +71,9 @@ func decideWorkers(v *view, h *history, a attempt, st stepped, d *draft) Decisio
 	h.goal = g
 	c := course{h: h, goalDGD: goalDGD, aborted: a.abort != nil, hold: st.hold}
 	updateCohortFronts(v, c, d)
-	m, err := moveWorkers(v, c, prelude(v, h, d), d)
+	hold, made := prelude(v, h, d)
+	m, err := moveWorkers(v, c, hold, d)
+	m.created = append(made, m.created...)
 	var bad *invalidSpec
 	switch {
 	case errors.As(err, &bad):

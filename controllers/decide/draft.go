@@ -22,9 +22,10 @@ type draft struct {
 	// takeOverHeld says why the take-over from Dynamo's operator waits (condition
 	// TakeOverHeld), "" when it does not.
 	takeOverHeld string
-	// made are the workloads the pass creates outside the plan's increases (the
-	// prelude's cohort frontends, a cohort frontend's new template beside its old one):
-	// what it leaves has them (result).
+	// made are the workloads updateCohortFronts creates (a cohort frontend's new
+	// template beside its old one, a frontend for workers that ran without one): what
+	// the pass leaves has them (result), as it has the prelude's and the plan's
+	// (moves.created).
 	made []Workload
 }
 

@@ -38,7 +38,12 @@ func moveWorkers(v *view, c course, prelude string, d *draft) (moves, error) {
 		return m, err
 	}
 	d.requeueIn(tp.requeue)
-	if m.hold == nil && tp.hold != "" {
+	switch why := tp.notServing(); {
+	case m.hold != nil:
+	case why != "":
+		m.hold = &held{reason: v1alpha1.ReasonTrafficNotServing, why: why}
+		m.plan = holdPlan(in, followers, why)
+	case tp.hold != "":
 		m.hold = &held{reason: v1alpha1.ReasonTrafficDraining, why: tp.hold}
 		m.plan = holdPlan(in, followers, tp.hold)
 	}
@@ -452,8 +457,8 @@ func cleanup(v *view, c course, plan planner.Plan, d *draft) {
 
 // result is the state a pass leaves, which the status reports: every workload at the
 // replicas the pass set, ready counted up to those replicas (a replica being removed is
-// not counted on), workloads it created (the plan's, and those outside it: d.made),
-// none it deleted. Reporting the result rather
+// not counted on), workloads it created (the plan's and the prelude's, m.created, and
+// updateCohortFronts', d.made), none it deleted. Reporting the result rather
 // than the input means the passes that only see their own writes arrive in the cache
 // find nothing new to write: one status write per step.
 func result(v *view, c course, m moves, d *draft) []Workload {

@@ -149,7 +149,9 @@ func cohortsAfter(v *view, c course, after map[backends.Key][2]int32) []cohortSt
 			cs.capacity = 0
 		}
 		cs.routable = workersReady && cs.frontLive && frontsReady(v, after, hash)
-		if cs.frontReplicas > 0 || cs.routableWorkers > 0 {
+		// A cohort the plan drains stays listed while its workloads run: it is asked no
+		// weight, and its drain is followed (drainingSince) until it goes.
+		if cs.frontReplicas > 0 || cs.routableWorkers > 0 || hasLiveFrontend(v, hash) {
 			out = append(out, *cs)
 		}
 	}
@@ -189,7 +191,9 @@ func weightsOf(v *view, c course, cohorts []cohortState) (map[string]int32, stri
 	goal, canary := c.h.goalHash(), c.h.update.WorkerHash
 	switch {
 	case len(routable) == 0:
-		return previousWeights(v, cohorts, goal), ""
+		// No cohort can serve: none is asked to (the proxy then serves nothing, and the
+		// entry Service selects the frontend pods again: entrySelector).
+		return fill(cohorts, nil), ""
 	case c.aborted && contains(routable, goal):
 		return whole(cohorts, goal), ""
 	}
@@ -211,34 +215,6 @@ func weightsOf(v *view, c course, cohorts []cohortState) (map[string]int32, stri
 		return capped, waiting
 	}
 	return percents(cohorts, shares), ""
-}
-
-// previousWeights are the weights status.cohorts last asked for the cohorts still
-// there, or all on goal (the first split, before anything is routable): a split is
-// never moved onto cohorts of which none can serve.
-func previousWeights(v *view, cohorts []cohortState, goal string) map[string]int32 {
-	prev := map[string]int32{}
-	var sum int32
-	for _, cs := range v.dgd.Status.Cohorts {
-		for _, now := range cohorts {
-			if now.hash == cs.Hash && now.frontLive {
-				prev[cs.Hash] = cs.Weight
-				sum += cs.Weight
-			}
-		}
-	}
-	if sum == 100 {
-		return fill(cohorts, prev)
-	}
-	for _, cs := range cohorts {
-		if cs.frontLive && (cs.hash == goal || len(cohorts) == 1) {
-			return whole(cohorts, cs.hash)
-		}
-	}
-	if len(cohorts) > 0 {
-		return whole(cohorts, cohorts[0].hash)
-	}
-	return map[string]int32{}
 }
 
 // whole puts 100 on hash and 0 on every other cohort.
@@ -418,6 +394,15 @@ func drainHold(v *view, c course, plan planner.Plan, tp *trafficPlan) {
 		drained[w.Hash] = (d || !seen) && v.targetOf(c.h, plan, w) == 0
 	}
 	var why []string
+	if c.aborted {
+		// An abort puts 100% back on the stable cohort first: no other cohort loses a
+		// replica before its weight 0 is in effect.
+		for _, hash := range shrunk(v, c, plan) {
+			if msg := weightZeroInEffect(c, tp, hash); msg != "" {
+				why = append(why, msg)
+			}
+		}
+	}
 	for _, hash := range sortedKeys(drained) {
 		if !drained[hash] || !hasLiveFrontend(v, hash) {
 			continue
@@ -432,6 +417,29 @@ func drainHold(v *view, c course, plan planner.Plan, tp *trafficPlan) {
 	if len(why) > 0 {
 		tp.hold = strings.Join(why, "; ")
 	}
+}
+
+// shrunk are the revisions other than the goal whose replicas the plan lowers and that
+// have a live cohort frontend, sorted.
+func shrunk(v *view, c course, plan planner.Plan) []string {
+	seen := map[string]bool{}
+	for _, w := range v.workers() {
+		if !w.Terminating && w.Hash != c.h.goalHash() && v.targetOf(c.h, plan, w) < w.Replicas && hasLiveFrontend(v, w.Hash) {
+			seen[w.Hash] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// weightZeroInEffect says why cohort hash still takes traffic ("" once every provider
+// has its weight 0 in effect).
+func weightZeroInEffect(c course, tp *trafficPlan, hash string) string {
+	for _, f := range tp.fronts {
+		if !f.effect.InEffect || f.effect.Weights == nil || f.effect.Weights[hash] != 0 {
+			return fmt.Sprintf("revision %d's cohort shrinks once its weight 0 is in effect (%s)", c.h.number(hash), orNone(f.effect.Message, f.t.Entry))
+		}
+	}
+	return ""
 }
 
 // hasLiveFrontend reports whether revision hash has a live cohort frontend (a revision
@@ -455,10 +463,8 @@ func cohortDrained(v *view, c course, tp *trafficPlan, hash string) (string, tim
 			since = cs.DrainingSince.Time
 		}
 	}
-	for _, f := range tp.fronts {
-		if !f.effect.InEffect || f.effect.Weights == nil || f.effect.Weights[hash] != 0 {
-			return fmt.Sprintf("revision %d's cohort goes once its weight 0 is in effect (%s)", n, orNone(f.effect.Message, f.t.Entry)), 0
-		}
+	if msg := weightZeroInEffect(c, tp, hash); msg != "" {
+		return fmt.Sprintf("revision %d's cohort goes once its weight 0 is in effect (%s)", n, orNone(firstMessage(tp), tp.fronts[0].t.Entry)), 0
 	}
 	tp.draining[hash] = since
 	spec := trafficSpec(v.dgd)
@@ -484,6 +490,16 @@ func cohortDrained(v *view, c course, tp *trafficPlan, hash string) (string, tim
 		}
 	}
 	return "", 0
+}
+
+// firstMessage is the first provider's Effect message that says something, or "".
+func firstMessage(tp *trafficPlan) string {
+	for _, f := range tp.fronts {
+		if f.effect.Message != "" {
+			return f.effect.Message
+		}
+	}
+	return ""
 }
 
 func orNone(msg, entry string) string {
@@ -575,6 +591,28 @@ func entryDirect(v *view, service string) bool {
 		}
 	}
 	return true // none: nothing reaches a provider through it
+}
+
+// notServing says why the workers hold because the traffic provider routes nothing
+// while some cohort could take traffic ("" when it serves, or when no cohort can yet: a
+// first deploy makes its workers first): a parent Gateway that does not exist or has
+// not accepted the route, a proxy with no ready replica that applied a split. Nothing
+// that runs is touched until it serves, as a rollout through a provider that routes
+// nothing would move capacity no client reaches.
+func (tp trafficPlan) notServing() string {
+	routable := false
+	for _, cs := range tp.cohorts {
+		routable = routable || cs.routable
+	}
+	if !routable {
+		return ""
+	}
+	for _, f := range tp.fronts {
+		if !f.effect.Serving {
+			return fmt.Sprintf("the cohorts' traffic through %s is not served: %s", f.t.Entry, orNone(f.effect.Message, f.t.Entry))
+		}
+	}
+	return ""
 }
 
 // entrySelector is the selector of the frontend's Service this pass: the provider's

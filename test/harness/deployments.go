@@ -110,7 +110,9 @@ type Snapshot struct {
 	All       []appsv1.Deployment
 	LWS       []lwsv1.LeaderWorkerSet
 	PCS       []grovev1.PodCliqueSet
-	records   []record
+	// Proxies are the DGD's traffic proxy Deployments (cohorts).
+	Proxies []appsv1.Deployment
+	records []record
 }
 
 // record is one workload of either kind, as Settled compares it with the status.
@@ -134,6 +136,10 @@ func (e *Env) Take(ctx context.Context, ns, name string) (Snapshot, error) {
 		return s, err
 	}
 	for _, d := range ds {
+		if d.Labels[v1alpha1.LabelTrafficProxy] != "" {
+			s.Proxies = append(s.Proxies, d)
+			continue // the traffic proxy: none of a service's workloads
+		}
 		s.add(d.Labels, d.Name, ptr.Deref(d.Spec.Replicas, 1), d.Status.AvailableReplicas, d.Status.Replicas)
 		if d.Labels[v1alpha1.LabelWorkerHash] == "" {
 			s.Stable = append(s.Stable, d)

@@ -89,5 +89,9 @@ func (e *Env) Play(ctx context.Context, ns, name string, grow int32) (bool, erro
 		return false, err
 	}
 	g, err := e.PlayGrove(ctx, ns, name, grow)
-	return d || l || g, err
+	if err != nil {
+		return false, err
+	}
+	p, err := e.PlayProxies(ctx, ns, name)
+	return d || l || g || p, err
 }

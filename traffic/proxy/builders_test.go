@@ -95,12 +95,13 @@ type report struct {
 	weights  map[string]int32
 	inFlight map[string]int64
 	removing []string
+	pinned   string
 	err      string
 }
 
 func (r report) json() string {
 	rep := proxy.Report{Version: r.version, Time: time.Date(2026, 11, 27, 9, 59, 30, 0, time.UTC),
-		Cohorts: map[string]proxy.CohortReport{}, Error: r.err}
+		Cohorts: map[string]proxy.CohortReport{}, Error: r.err, HeaderRoute: r.pinned}
 	for h, w := range r.weights {
 		c := rep.Cohorts[h]
 		c.Weight = w

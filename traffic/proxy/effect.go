@@ -28,8 +28,18 @@ func (Provider) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
 	e := traffic.Effect{InFlight: map[string]int64{}, InFlightKnown: true}
 	var lags []string
 	agreed, agree, current, live := map[string]int32(nil), true, 0, 0
+	pinned, pinAgree := "", true
 	for _, pod := range o.Pods {
 		if pod.DeletionTimestamp != nil {
+			// A terminating proxy pod still finishes its streams (HAProxy's soft stop):
+			// they are in flight to their cohorts, whose frontends must outlive them.
+			if r, ok := reports[pod.Name]; ok {
+				for hash, c := range r.Cohorts {
+					if c.InFlight > 0 {
+						e.InFlight[hash] += c.InFlight
+					}
+				}
+			}
 			continue
 		}
 		live++
@@ -47,9 +57,10 @@ func (Provider) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
 			e.Serving = e.Serving || c.Weight > 0
 		}
 		if agreed == nil {
-			agreed = w
+			agreed, pinned = w, r.HeaderRoute
 		}
 		agree = agree && maps.Equal(agreed, w)
+		pinAgree = pinAgree && pinned == r.HeaderRoute
 		if r.Version == want {
 			current++
 			continue
@@ -59,6 +70,13 @@ func (Provider) Effect(t traffic.Traffic, o traffic.Observed) traffic.Effect {
 	e.Serving = e.Serving && readyReplicas(o, t) > 0
 	if agree && live > 0 {
 		e.Weights = agreed
+		if pinAgree && pinned != "" {
+			// The reports name the cohort only; the route's header is the split's.
+			e.HeaderRoute = &traffic.HeaderRoute{Hash: pinned}
+			if hr := t.HeaderRoute; hr != nil && hr.Hash == pinned {
+				e.HeaderRoute.Name, e.HeaderRoute.Value = hr.Name, hr.Value
+			}
+		}
 	}
 	e.InEffect = len(missing) == 0 && live > 0 && current == live
 	if !e.InEffect {

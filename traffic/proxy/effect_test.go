@@ -37,6 +37,13 @@ func TestEffect(t *testing.T) {
 			reports: map[string]string{"llm-frontend-proxy-a": applied.json(), "llm-frontend-proxy-b": applied.json()}},
 			traffic.Effect{InEffect: true, Serving: true, Weights: map[string]int32{stable: 70, candidate: 30},
 				InFlight: map[string]int64{stable: 8, candidate: 4}, InFlightKnown: true}},
+		// The header route in effect is judged from the reports, whatever t asks (a
+		// step asks it with a Traffic of no cohorts): the cohort, and the split's header.
+		"a header route in effect": {tr, observed{ready: 1, pods: pods[:1], reports: map[string]string{
+			"llm-frontend-proxy-a": report{version: old, weights: map[string]int32{stable: 70, candidate: 30}, pinned: candidate}.json()}},
+			traffic.Effect{Serving: true, Weights: map[string]int32{stable: 70, candidate: 30}, HeaderRoute: &traffic.HeaderRoute{Hash: candidate},
+				InFlight: map[string]int64{}, InFlightKnown: true,
+				Message: `proxy pod llm-frontend-proxy-a applied split "` + old + `", not ` + want}},
 		"a lagging pod": {tr, observed{ready: 2, pods: pods,
 			reports: map[string]string{"llm-frontend-proxy-a": applied.json(), "llm-frontend-proxy-b": lagging.json()}},
 			traffic.Effect{Serving: true, InFlight: map[string]int64{stable: 7, candidate: 2}, InFlightKnown: true,
@@ -49,10 +56,12 @@ func TestEffect(t *testing.T) {
 			reports: map[string]string{"llm-frontend-proxy-a": applied.json()}},
 			traffic.Effect{Serving: true, InFlight: map[string]int64{stable: 4, candidate: 2},
 				Message: "proxy pod llm-frontend-proxy-b has not reported"}},
-		"a terminating pod ignored": {tr, observed{ready: 1, pods: []metav1.PartialObjectMetadata{pod("llm-frontend-proxy-a"), terminating("llm-frontend-proxy-b")},
+		// A terminating pod's version does not hold the split back, but the streams it
+		// still finishes are in flight (3 more on the stable cohort).
+		"a terminating pod ignored but its streams counted": {tr, observed{ready: 1, pods: []metav1.PartialObjectMetadata{pod("llm-frontend-proxy-a"), terminating("llm-frontend-proxy-b")},
 			reports: map[string]string{"llm-frontend-proxy-a": applied.json(), "llm-frontend-proxy-b": lagging.json()}},
 			traffic.Effect{InEffect: true, Serving: true, Weights: map[string]int32{stable: 70, candidate: 30},
-				InFlight: map[string]int64{stable: 4, candidate: 2}, InFlightKnown: true}},
+				InFlight: map[string]int64{stable: 7, candidate: 2}, InFlightKnown: true}},
 		"no pods": {tr, observed{reports: map[string]string{"llm-frontend-proxy-a": applied.json()}},
 			traffic.Effect{InFlight: map[string]int64{}, InFlightKnown: true, Message: "Deployment llm-frontend-proxy has no live proxy pod"}},
 		"a report of a pod that no longer exists ignored": {tr, observed{ready: 1, pods: pods[:1],

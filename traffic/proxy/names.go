@@ -9,7 +9,7 @@ import (
 
 // LabelProxy marks the proxy's pods (value "true"): the entry Service selects it, and
 // no frontend pod carries it, so EntrySelector never selects a frontend.
-const LabelProxy = "nvidia.com/dgd-rollout-proxy"
+const LabelProxy = v1alpha1.LabelTrafficProxy
 
 // Defaults of spec.rollout.trafficRouting.proxy.
 const (
@@ -18,6 +18,9 @@ const (
 	// expression needs, and STOPSIGNAL SIGUSR1, HAProxy's soft stop: docker-library/haproxy
 	// 2.6/Dockerfile).
 	DefaultImage = "docker.io/library/haproxy:2.6"
+	// DefaultAgentImage is the agent's image where the operator cannot read its own
+	// (it runs in no pod): config/manager's image name.
+	DefaultAgentImage = "dgd-rollout:latest"
 	// DefaultReplicas is the proxy Deployment's replicas.
 	DefaultReplicas int32 = 2
 	// DefaultDrainTimeoutSeconds is drainTimeoutSeconds' default (the API's).

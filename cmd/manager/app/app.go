@@ -49,6 +49,7 @@ import (
 	"github.com/dgd-rollout/operator/revisions"
 	"github.com/dgd-rollout/operator/traffic"
 	"github.com/dgd-rollout/operator/traffic/gatewayapi"
+	"github.com/dgd-rollout/operator/traffic/proxy"
 )
 
 // NewScheme returns a scheme with every type the operator reads or writes.
@@ -369,7 +370,7 @@ func Backends(mgr ctrl.Manager, platform render.Config) *backends.Registry {
 // API's where its HTTPRoute CRD is served (traffic.Provider; the operator's flags
 // configure them).
 func Providers(mgr ctrl.Manager) map[string]traffic.Provider {
-	out := map[string]traffic.Provider{}
+	out := map[string]traffic.Provider{v1alpha1.TrafficProxy: proxy.Provider{}}
 	if installed(mgr, gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")) {
 		out[v1alpha1.TrafficGatewayAPI] = gatewayapi.Provider{}
 	} else {
@@ -509,7 +510,7 @@ func NewReconciler(mgr ctrl.Manager, o Options) (*controllers.Reconciler, error)
 		Recorder:   mgr.GetEventRecorder("dgd-rollout"),
 		Backends:   Backends(mgr, o.Platform),
 		Providers:  Providers(mgr),
-		Traffic:    o.Traffic,
+		Traffic:    trafficConfig(mgr, o.Traffic),
 		History:    revisions.NewHistory(mgr.GetClient(), mgr.GetScheme()),
 		Platform:   o.Platform,
 		APIReader:  conversion.Reader{Reader: mgr.GetAPIReader()},

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -32,11 +33,25 @@ func TestDeploymentBackend(t *testing.T) {
 }
 
 var _ = BeforeSuite(func() {
-	var err error
-	env, err = harness.Start(true)
+	// The Gateway API's CRDs are served, so the operator runs its Gateway API provider
+	// (cohorts_test.go); the test Gateway controller (test/gateway) judges the routes.
+	crds, err := gateway.CRDDir()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = harness.Start(true, crds)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
+	Expect(env.Client.Create(ctx, gateway.GatewayClass(gatewayClass, gatewayController))).To(Succeed())
+	gwc := &gateway.Controller{Name: gatewayController, Delay: 100 * time.Millisecond}
+	stop, err := gwc.Start(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(stop()).To(Succeed()) })
 })
+
+// The test Gateway controller's class and name.
+const (
+	gatewayClass      = "test"
+	gatewayController = "example.com/test-gateway"
+)
 
 // newNamespace gives every spec its own namespace.
 func newNamespace() string {
