@@ -114,6 +114,8 @@ func groveCohortCases(t *testing.T) []tcase {
 	s := w.snapshot()
 	s.Workloads = slices.DeleteFunc(s.Workloads, func(wl decide.Workload) bool { return wl.Service == "Frontend" })
 	frontends(v1alpha1.FrontendsPerRevision)(s.DGD)
+	key := backends.Key{Service: "Frontend", Hash: w.dgd.Status.UpdateWorkerHash}
+	s.Names[key] = cohortClique(w.dgd.Name, key, 1) // Backend.Name: nothing holds the key, its first name
 	out = append(out, cases("grove/upgrade/workers-without-frontend", s, []variant{allReady})...)
 	out = append(out, walk(t, w, "grove/upgrade/frontend-only", func(d *v1alpha1.DynamoGraphDeployment) {
 		d.Spec.Services["Frontend"].ExtraPodSpec.MainContainer.Image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.7.9"
