@@ -2,6 +2,7 @@ package backends
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -194,6 +196,13 @@ func ExistingOnCreate(ctx context.Context, live client.Reader, c client.Client, 
 // backends' Observe (Workload.Relabel) once the cache shows them, and the pass puts
 // them back (Backend.Relabel).
 //
+// It also moves every owner reference to a DGD of another API version than
+// v1alpha1.OwnerAPIVersion (an older operator wrote nvidia.com/v1alpha1) to it, by a
+// merge patch of the owner references alone (no workload rolls): the garbage collector
+// resolves an owner through its reference's version (garbagecollector.go isDangling:
+// gc.apiResource(reference.APIVersion, ...), a restMappingError retried forever), so
+// once v1alpha1 is no longer served an object owned through it would outlive its DGD.
+//
 // namespaces restricts it to those namespaces (an operator restricted to them may list
 // nothing else); none: the whole cluster. It reads metadata only, 500 objects a page, so a cluster's many unrelated objects
 // cost it one pass over their metadata and nothing after. It reports how many objects
@@ -245,10 +254,23 @@ func relabelOwnedIn(ctx context.Context, live client.Reader, c client.Client, sc
 			}
 			for i := range list.Items {
 				o := &list.Items[i]
-				if !controlledByDGD(o) || o.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue || notOurs != nil && notOurs(gvk, o) {
+				if notOurs != nil && notOurs(gvk, o) {
 					continue
 				}
 				o.SetGroupVersionKind(gvk)
+				moved := false
+				if refs, stale := upgradedRefs(o.GetOwnerReferences()); stale {
+					if err := patchOwners(ctx, live, c, o, refs); err != nil {
+						return n, err
+					}
+					moved = true
+				}
+				if !controlledByDGD(o) || o.GetLabels()[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue {
+					if moved {
+						n++
+					}
+					continue
+				}
 				want := map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
 				if o.GetLabels()[v1alpha1.LabelGraph] == "" {
 					want[v1alpha1.LabelGraph] = metav1.GetControllerOf(o).Name
@@ -264,6 +286,49 @@ func relabelOwnedIn(ctx context.Context, live client.Reader, c client.Client, sc
 		}
 	}
 	return n, nil
+}
+
+// upgradedRefs are refs with every owner reference to a DGD of another version than
+// v1alpha1.OwnerAPIVersion moved to it (the same object, named by its UID), and whether
+// any was.
+func upgradedRefs(refs []metav1.OwnerReference) ([]metav1.OwnerReference, bool) {
+	stale := false
+	out := make([]metav1.OwnerReference, len(refs))
+	for i, r := range refs {
+		out[i] = r
+		if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && gv.Group == v1alpha1.GroupVersion.Group &&
+			r.Kind == "DynamoGraphDeployment" && r.APIVersion != v1alpha1.OwnerAPIVersion {
+			out[i].APIVersion = v1alpha1.OwnerAPIVersion
+			stale = true
+		}
+	}
+	return out, stale
+}
+
+// patchOwners writes refs as o's owner references (a merge patch of the whole list,
+// under o's resourceVersion; a conflict reads o again and retries): nothing else of o
+// changes, so no workload rolls.
+func patchOwners(ctx context.Context, live client.Reader, c client.Client, o *metav1.PartialObjectMetadata, refs []metav1.OwnerReference) error {
+	for attempt := 0; ; attempt++ {
+		data, err := json.Marshal(map[string]any{"metadata": map[string]any{"ownerReferences": refs, "resourceVersion": o.GetResourceVersion()}})
+		if err != nil {
+			return err
+		}
+		err = c.Patch(ctx, o, client.RawPatch(types.MergePatchType, data))
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			return nil
+		case !apierrors.IsConflict(err) || attempt == 3:
+			return fmt.Errorf("moving the owner references of %s %s/%s to %s: %w", o.Kind, o.Namespace, o.Name, v1alpha1.OwnerAPIVersion, err)
+		}
+		if err := live.Get(ctx, client.ObjectKeyFromObject(o), o); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		var stale bool
+		if refs, stale = upgradedRefs(o.GetOwnerReferences()); !stale {
+			return nil
+		}
+	}
 }
 
 // relabelPage is RelabelOwned's page size.

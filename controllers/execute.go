@@ -197,6 +197,8 @@ func (r *Reconciler) createSSHKey(ctx context.Context, w decide.Write) error {
 	if err := r.Client.Create(ctx, s); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("creating Secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
+	// Made, or there already (AlreadyExists is the answer: the operator reads no Secret).
+	r.sshKeys.Store(client.ObjectKeyFromObject(s), true)
 	return nil
 }
 

@@ -58,8 +58,21 @@ func (r *Reconciler) observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeplo
 	if s.Traffic, err = r.observeTraffic(ctx, dgd, pods); err != nil {
 		return nil, err
 	}
+	s.SSHKeys = r.sshKeysOf(dgd)
 	r.nameStable(dgd, s)
 	return s, nil
+}
+
+// sshKeysOf are the SSH key Secrets of dgd's namespace a create made or found.
+func (r *Reconciler) sshKeysOf(dgd *v1alpha1.DynamoGraphDeployment) map[string]bool {
+	out := map[string]bool{}
+	r.sshKeys.Range(func(k, _ any) bool {
+		if key := k.(client.ObjectKey); key.Namespace == dgd.Namespace {
+			out[key.Name] = true
+		}
+		return true
+	})
+	return out
 }
 
 // observeTraffic reads, for every frontend service, what each traffic provider renders

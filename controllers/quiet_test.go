@@ -27,6 +27,7 @@ import (
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/deployment"
+	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/revisions"
 )
@@ -181,5 +182,37 @@ func TestNamespaceTerminatingStopsTheDGD(t *testing.T) {
 	}
 	if l := logged(lines, "Reconciler error"); l != 0 {
 		t.Errorf("%d error lines", l)
+	}
+}
+
+// TestSSHKeyCreateRemembers: the SSH key Secret's create that finds it there
+// (AlreadyExists) is an answer, remembered, and no Secret is ever read.
+func TestSSHKeyCreateRemembers(t *testing.T) {
+	var n calls
+	exists := apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, "g-mpi-ssh")
+	r, _, _, _, ctx := quietWorld(t, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, o client.Object, opts ...client.CreateOption) error {
+			if _, ok := o.(*corev1.Secret); ok {
+				n.add("create")
+				return exists
+			}
+			return c.Create(ctx, o, opts...)
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, o client.Object, opts ...client.GetOption) error {
+			if _, ok := o.(*corev1.Secret); ok {
+				t.Errorf("read Secret %s", key)
+			}
+			return c.Get(ctx, key, o, opts...)
+		}})
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g-mpi-ssh"}}
+	if err := r.createSSHKey(ctx, decide.Write{Op: decide.CreateSSHKey, Object: s}); err != nil {
+		t.Fatal(err)
+	}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	if got := r.sshKeysOf(dgd); !got["g-mpi-ssh"] || n.get("create") != 1 {
+		t.Errorf("after AlreadyExists: known %v, %d creates; want it known after one", got, n.get("create"))
+	}
+	if got := r.sshKeysOf(&v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "other"}}); len(got) != 0 {
+		t.Errorf("another namespace knows %v", got)
 	}
 }

@@ -54,6 +54,9 @@ type Reconciler struct {
 	// quiet the refusals already logged (quiet.go).
 	terminating sync.Map
 	quiet       quietLog
+	// sshKeys holds the SSH key Secrets (namespace/name) a create made or found
+	// (execute.go createSSHKey): no pass reads a Secret.
+	sshKeys sync.Map
 	// runner runs the analysis queries off the pass (measure.go), made on first use.
 	runner     *measurements
 	runnerOnce sync.Once
@@ -70,7 +73,7 @@ type Reconciler struct {
 // The platform objects a DGD renders besides its workloads (decide/platform.go) and
 // what discovery reads (discovery.go):
 // +kubebuilder:rbac:groups="",resources=services;serviceaccounts;configmaps,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=create
 // +kubebuilder:rbac:groups="",resources=endpoints,verbs=get;list;watch
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=ingresses,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=rbac.authorization.k8s.io,resources=roles;rolebindings,verbs=get;list;watch;create;update;patch;delete

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -39,6 +40,24 @@ func (c Component) SSHSecret() string {
 	}
 	return c.DGD.Name + "-mpi-ssh"
 }
+
+// sshVolume is the name of the SSH key's volume in a TRT-LLM gang's pods: the Secret's
+// name, as Dynamo names it (backend_trtllm.go UpdatePodSpec), when that is a volume
+// name (a DNS-1123 label); else sshVolumeFallback. A Secret may be named as any DNS
+// subdomain and `<dgd>-mpi-ssh` has up to 71 characters: with a DGD named "llm.v2",
+// or of more than 55 characters, the volume name was no DNS label, and the API server
+// refused every StatefulSet the LeaderWorkerSet controller made of it (and every pod
+// Grove made), found by test/envtest/rendered's pod-template check. A name that was
+// valid is kept, so no running gang's template changes.
+func sshVolume(secret string) string {
+	if len(validation.IsDNS1123Label(secret)) == 0 {
+		return secret
+	}
+	return sshVolumeFallback
+}
+
+// sshVolumeFallback is the SSH key's volume when its Secret's name is no volume name.
+const sshVolumeFallback = "mpi-ssh-key"
 
 // Executor is a vLLM gang's distributed executor backend: the
 // nvidia.com/vllm-distributed-executor-backend annotation (service, else DGD); else ray
@@ -181,8 +200,9 @@ var trtllmForwardedEnv = []string{"CUDA_VISIBLE_DEVICES", "MODEL_PATH", "HF_TOKE
 func (c Component) wireTRTLLM(t *corev1.PodTemplateSpec, role Role, gang Gang, n int) error {
 	main := &t.Spec.Containers[0]
 	secret := c.SSHSecret()
-	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: secret, MountPath: sshKeyMountPath, ReadOnly: true})
-	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: secret, VolumeSource: corev1.VolumeSource{
+	volume := sshVolume(secret)
+	main.VolumeMounts = append(main.VolumeMounts, corev1.VolumeMount{Name: volume, MountPath: sshKeyMountPath, ReadOnly: true})
+	t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: volume, VolumeSource: corev1.VolumeSource{
 		Secret: &corev1.SecretVolumeSource{SecretName: secret, DefaultMode: ptr.To[int32](0o644)}}})
 	main.Env = v1alpha1.MergeEnv(main.Env, envs("OMPI_MCA_orte_keep_fqdn_hostnames", "1"))
 	setup := []string{

@@ -381,6 +381,20 @@ func TestParityMultinodeTRTLLM(t *testing.T) {
 		{name: "lws worker", svcName: "TrtllmWorker", s: s(2), dgdAnn: ann, role: render.RoleWorker,
 			command: shellCmd, args: strs(worker), probes: probesSSH, env: env, volumes: vol, mounts: mount},
 	})
+	// A Secret whose name is no volume name (a DNS subdomain with a dot, as the
+	// default `<dgd>-mpi-ssh` is for a DGD named "llm.v2"): the volume is
+	// mpi-ssh-key, the Secret as named. Dynamo names the volume after the Secret, and
+	// the API server refused the LeaderWorkerSet's StatefulSets.
+	dotted := kvs("nvidia.com/mpi-ssh-secret", "ssh.keys")
+	dottedVol := []corev1.Volume{{Name: "mpi-ssh-key", VolumeSource: corev1.VolumeSource{
+		Secret: &corev1.SecretVolumeSource{SecretName: "ssh.keys", DefaultMode: ptr.To[int32](0o644)}}}}
+	dottedMount := []corev1.VolumeMount{{Name: "mpi-ssh-key", MountPath: "/ssh-pk", ReadOnly: true}}
+	runMultinode(t, []mnCase{
+		{name: "lws worker, a Secret named like no volume", svcName: "TrtllmWorker", s: s(2), dgdAnn: dotted, role: render.RoleWorker,
+			command: shellCmd, args: strs(worker), probes: probesSSH, env: env, volumes: dottedVol, mounts: dottedMount},
+		{name: "grove worker, a Secret named like no volume", svcName: "TrtllmWorker", s: s(2), dgdAnn: dotted, grove: true, role: render.RoleWorker,
+			command: shellCmd, args: strs(worker), rankExport: true, probes: probesSSH, env: env, volumes: dottedVol, mounts: dottedMount},
+	})
 }
 
 // TestParityMultinodeAliases (issue 38): the portable aliases where a command line or a

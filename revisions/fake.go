@@ -134,7 +134,7 @@ func (f *Fake) setOwner(dgd *v1alpha1.DynamoGraphDeployment, rev *appsv1.Control
 	if ref := metav1.GetControllerOf(rev); ref != nil && ref.UID != dgd.UID {
 		return fmt.Errorf("ControllerRevision %s is already controlled by %s %s", revKey(rev), ref.Kind, ref.Name)
 	}
-	ref := metav1.NewControllerRef(dgd, v1alpha1.GroupVersion.WithKind("DynamoGraphDeployment"))
+	ref := ptrTo(v1alpha1.ControllerRef(dgd))
 	refs := make([]metav1.OwnerReference, 0, len(rev.OwnerReferences)+1)
 	for _, r := range rev.OwnerReferences {
 		if r.UID != dgd.UID {
@@ -183,3 +183,5 @@ func (f *Fake) react(verb string, rev *appsv1.ControllerRevision) error {
 func keyOf(rev *appsv1.ControllerRevision) types.NamespacedName {
 	return types.NamespacedName{Namespace: rev.Namespace, Name: rev.Name}
 }
+
+func ptrTo[T any](v T) *T { return &v }

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -219,9 +218,10 @@ func (h *clientHistory) Delete(ctx context.Context, rev *appsv1.ControllerRevisi
 	return nil
 }
 
-// setOwner implements store with controllerutil.SetControllerReference.
+// setOwner implements store with v1alpha1.SetController (the storage version's
+// reference, BlockOwnerDeletion true).
 func (h *clientHistory) setOwner(dgd *v1alpha1.DynamoGraphDeployment, rev *appsv1.ControllerRevision) error {
-	return controllerutil.SetControllerReference(dgd, rev, h.scheme, controllerutil.WithBlockOwnerDeletion(true))
+	return v1alpha1.SetController(rev, dgd)
 }
 
 // create implements store.

@@ -24,7 +24,7 @@ func TestCreateSetsOwnerReference(t *testing.T) {
 				t.Fatal(err)
 			}
 			want := []metav1.OwnerReference{{
-				APIVersion:         "nvidia.com/v1alpha1",
+				APIVersion:         "nvidia.com/v1beta1", // the served storage version: owners survive v1alpha1 being unserved
 				Kind:               "DynamoGraphDeployment",
 				Name:               "vllm-disagg",
 				UID:                "dgd-uid-1",

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "fmt"
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // Labels on every object the operator creates for a DGD (workloads, pod templates,
 // ControllerRevisions). Selecting by LabelGraph finds everything of one DGD.
@@ -61,4 +65,43 @@ const AnnotationChangeCause = "kubernetes.io/change-cause"
 // RuntimeNamespaceBase is <k8s-namespace>-<dgd-name>, the Dynamo namespace base.
 func (d *DynamoGraphDeployment) RuntimeNamespaceBase() string {
 	return d.Namespace + "-" + d.Name
+}
+
+// OwnerAPIVersion is the apiVersion of every owner reference to a DGD the operator
+// writes: the storage version, v1beta1 (Dynamo deprecates v1alpha1, and a garbage
+// collector cannot resolve an owner reference whose version is no longer served:
+// it then deletes nothing the DGD owns). References an older operator wrote are moved
+// over at start (backends.RelabelOwnedExcept).
+const OwnerAPIVersion = "nvidia.com/v1beta1"
+
+// ControllerRef is the owner reference that makes dgd the controller of an object
+// (controllerutil.SetControllerReference's, under OwnerAPIVersion): Controller and
+// BlockOwnerDeletion true.
+func ControllerRef(dgd *DynamoGraphDeployment) metav1.OwnerReference {
+	t := true
+	return metav1.OwnerReference{APIVersion: OwnerAPIVersion, Kind: "DynamoGraphDeployment", Name: dgd.Name, UID: dgd.UID,
+		Controller: &t, BlockOwnerDeletion: &t}
+}
+
+// OwnerRef is dgd as one of an object's owners, not its controller (an object shared
+// with other DGDs).
+func OwnerRef(dgd *DynamoGraphDeployment) metav1.OwnerReference {
+	return metav1.OwnerReference{APIVersion: OwnerAPIVersion, Kind: "DynamoGraphDeployment", Name: dgd.Name, UID: dgd.UID}
+}
+
+// SetController makes dgd the controller of obj (ControllerRef), as
+// controllerutil.SetControllerReference does: an error when another object controls it,
+// a reference to dgd of another version replaced.
+func SetController(obj metav1.Object, dgd *DynamoGraphDeployment) error {
+	if c := metav1.GetControllerOf(obj); c != nil && c.UID != dgd.UID {
+		return fmt.Errorf("%s is already controlled by %s %s", obj.GetName(), c.Kind, c.Name)
+	}
+	refs := []metav1.OwnerReference{ControllerRef(dgd)}
+	for _, r := range obj.GetOwnerReferences() {
+		if r.UID != dgd.UID {
+			refs = append(refs, r)
+		}
+	}
+	obj.SetOwnerReferences(refs)
+	return nil
 }

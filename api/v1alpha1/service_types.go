@@ -27,12 +27,15 @@ const (
 // Fields this operator does not act on (ingress, autoscaling, pvc, sharedMemory...) are
 // kept as given so that Dynamo manifests apply unchanged under strict field validation.
 type DynamoComponentDeploymentSharedSpec struct {
-	// Annotations added to the workloads and pods of this service. The rolling-update
-	// annotations above are read by the operator, and
-	// nvidia.com/vllm-distributed-executor-backend (mp or ray) by a vLLM gang.
+	// Annotations added to the pods of this service. The rolling-update annotations
+	// above are read by the operator, and nvidia.com/vllm-distributed-executor-backend
+	// (mp or ray) by a vLLM gang. Keys must be annotation keys and there may be at most
+	// 16,384 (checked at admission: hack/crdfix podMaps, as the labels'; the 256 KiB
+	// the API server allows all of a pod's annotations is checked at the first write).
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
-	// Labels added to the workloads and pods of this service.
+	// Labels added to the pods of this service: label keys and values, at most 16,384
+	// (checked at admission: hack/crdfix podMaps).
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// ServiceName is the name of the component (informational).
@@ -66,8 +69,14 @@ type DynamoComponentDeploymentSharedSpec struct {
 	// Envs are added to the main container, after the graph-level envs.
 	// +optional
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
-	// EnvFromSecret names a Secret whose keys become environment variables.
+	// EnvFromSecret names a Secret whose keys become environment variables (the main
+	// container's envFrom). Admission checks it as the API server checks an envFrom
+	// Secret's name (k8s.io/kubernetes v1.36 pkg/apis/core/validation
+	// validateSecretEnvSource: NameIsDNSSubdomain(name, true), a DNS-1123 subdomain, a
+	// trailing '-' allowed); an empty one adds no envFrom.
 	// +optional
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || !format.dns1123SubdomainPrefix().validate(self).hasValue()",message="must be a Secret name: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'); the API server also takes one ending in '-' for an envFrom",messageExpression="'must be a Secret name, as the API server checks an envFrom Secret (a DNS-1123 subdomain of lower-case letters, digits, dashes and dots, or one ending in a dash), not \"' + self + '\"'",reason=FieldValueInvalid
 	EnvFromSecret *string `json:"envFromSecret,omitempty"`
 	// ExtraPodMetadata adds labels and annotations to the pods.
 	// +optional
@@ -188,7 +197,11 @@ type FrontendSidecarSpec struct {
 	Args []string `json:"args,omitempty"`
 	// +optional
 	Envs []corev1.EnvVar `json:"envs,omitempty"`
+	// EnvFromSecret is the sidecar's envFrom Secret (Dynamo renders it; checked as
+	// services.<name>.envFromSecret).
 	// +optional
+	// +kubebuilder:validation:MaxLength=254
+	// +kubebuilder:validation:XValidation:rule="size(self) == 0 || !format.dns1123SubdomainPrefix().validate(self).hasValue()",message="must be a Secret name: a DNS-1123 subdomain (lower-case letters, digits, '-' and '.'); the API server also takes one ending in '-' for an envFrom",messageExpression="'must be a Secret name, as the API server checks an envFrom Secret (a DNS-1123 subdomain of lower-case letters, digits, dashes and dots, or one ending in a dash), not \"' + self + '\"'",reason=FieldValueInvalid
 	EnvFromSecret *string `json:"envFromSecret,omitempty"`
 }
 
@@ -206,9 +219,18 @@ type Raw struct {
 // `[hostPrefix]host.<hostSuffix>`, must be what the API server takes as an Ingress
 // rule's host (a DNS-1123 subdomain, lower case, at most 253 characters, optionally
 // `*.` first): checked whole when hostSuffix is set, and without the operator's
-// --ingress-host-suffix (checked when the operator starts) when it is not. A disabled
-// one is kept as given, as Dynamo keeps it.
+// --ingress-host-suffix (checked when the operator starts) when it is not. An enabled
+// one's class, TLS Secret, labels and annotations must be what the API server takes
+// on an Ingress (k8s.io/kubernetes v1.36 pkg/apis/networking/validation:
+// ValidateIngressClassName and validateTLSSecretName are DNS-1123 subdomains; metadata
+// labels and annotations as on any object). A disabled one is kept as given, as Dynamo
+// keeps it: only the lengths and counts below bound it (as the host's length does),
+// which the rules need to fit the API server's CEL budget.
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || (has(self.host) && self.host.size() > 0)",message="host is required when ingress is enabled",fieldPath=".host",reason=FieldValueRequired
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || !has(self.ingressControllerClassName) || !format.dns1123Subdomain().validate(self.ingressControllerClassName).hasValue()",message="the Ingress class must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', at most 253 characters",messageExpression="'the Ingress class must be a DNS-1123 subdomain (lower-case letters, digits, dashes and dots, at most 253 characters), not \"' + self.ingressControllerClassName + '\"'",fieldPath=".ingressControllerClassName",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || !has(self.tls) || !has(self.tls.secretName) || size(self.tls.secretName) == 0 || !format.dns1123Subdomain().validate(self.tls.secretName).hasValue()",message="the TLS Secret must be a Secret name: a DNS-1123 subdomain",messageExpression="'the TLS Secret must be a Secret name, a DNS-1123 subdomain (lower-case letters, digits, dashes and dots), not \"' + self.tls.secretName + '\"'",fieldPath=".tls.secretName",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || !has(self.labels) || self.labels.all(k, !format.qualifiedName().validate(k).hasValue() && !format.labelValue().validate(self.labels[k]).hasValue())",message="the Ingress labels must be label keys (qualified names) with label values (at most 63 letters, digits, '-', '_' and '.', starting and ending with a letter or digit)",messageExpression="'the Ingress labels must be label keys (qualified names) with label values (at most 63 letters, digits, dashes, underscores and dots, starting and ending with a letter or digit); the label \"' + self.labels.filter(k, format.qualifiedName().validate(k).hasValue() || format.labelValue().validate(self.labels[k]).hasValue())[0] + '\" is not'",fieldPath=".labels",reason=FieldValueInvalid
+// +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || !has(self.annotations) || self.annotations.all(k, !format.qualifiedName().validate(k.lowerAscii()).hasValue())",message="the Ingress annotation keys must be qualified names",messageExpression="'the Ingress annotation keys must be qualified names: \"' + self.annotations.filter(k, format.qualifiedName().validate(k.lowerAscii()).hasValue())[0] + '\" is not'",fieldPath=".annotations",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.enabled) || !self.enabled || !has(self.host) || self.host.size() == 0 || ((has(self.hostPrefix) ? self.hostPrefix + self.host : self.host).size() + (has(self.hostSuffix) ? self.hostSuffix.size() + 1 : 0) <= 253 && (has(self.hostPrefix) ? self.hostPrefix + self.host : self.host).matches('^([*][.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$') && (!has(self.hostSuffix) || self.hostSuffix.matches('^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$')))",message="the Ingress host [hostPrefix]host.hostSuffix must be a DNS-1123 subdomain: lower-case letters, digits, '-' and '.', each dot-separated label starting and ending with a letter or digit, at most 253 characters",fieldPath=".host"
 type IngressSpec struct {
 	// Enabled creates the Ingress.
@@ -230,14 +252,19 @@ type IngressSpec struct {
 	HostSuffix *string `json:"hostSuffix,omitempty"`
 	// IngressControllerClassName is the Ingress's class.
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	IngressControllerClassName *string `json:"ingressControllerClassName,omitempty"`
 	// TLS names the Secret holding the certificate.
 	// +optional
 	TLS *IngressTLSSpec `json:"tls,omitempty"`
-	// Annotations and Labels are added to the Ingress.
+	// Annotations and Labels are added to the Ingress: at most 256 each, and a label
+	// value at most 63 characters (hack/crdfix ingressValues), the bounds that let the
+	// rules above fit the CEL budget.
 	// +optional
+	// +kubebuilder:validation:MaxProperties=256
 	Annotations map[string]string `json:"annotations,omitempty"`
 	// +optional
+	// +kubebuilder:validation:MaxProperties=256
 	Labels map[string]string `json:"labels,omitempty"`
 	// UseVirtualService and VirtualServiceGateway are accepted for compatibility
 	// (Istio VirtualServices are not rendered by this operator).
@@ -250,6 +277,7 @@ type IngressSpec struct {
 // IngressTLSSpec names the TLS Secret of an Ingress.
 type IngressTLSSpec struct {
 	// +optional
+	// +kubebuilder:validation:MaxLength=253
 	SecretName string `json:"secretName,omitempty"`
 }
 
@@ -287,9 +315,16 @@ type Resources struct {
 
 // ResourceItem lists quantities by Dynamo's names. cpu and memory are checked at
 // admission (CEL isQuantity), so a bad one is rejected naming its field instead of
-// failing every workload render later. Custom values are not: a rule over a map of
-// unbounded size exceeds the CRD's CEL cost budget; a bad one is reported as
-// InvalidSpec at reconcile.
+// failing every workload render later. Custom values are not (a quantity rule per
+// value of the map exceeds the CRD's CEL cost budget); a bad one is reported as
+// InvalidSpec at reconcile. The resource names gpuType and the custom keys become are
+// checked as the API server checks a container's (k8s.io/kubernetes v1.36
+// pkg/apis/core/validation validateContainerResourceName: a qualified name; without a
+// '/', cpu, memory, ephemeral-storage or hugepages-*; with one, in a kubernetes.io
+// domain or an extended resource name, not requests.* and a qualified name after
+// "requests."); one that is not rendered (gpuType without gpu, a custom key of an
+// empty value) is not checked.
+// +kubebuilder:validation:XValidation:rule="!has(self.gpu) || size(self.gpu) == 0 || !has(self.gpuType) || size(self.gpuType) == 0 || (!format.qualifiedName().validate(self.gpuType).hasValue() && (self.gpuType.contains('/') ? (self.gpuType.contains('kubernetes.io/') || (!self.gpuType.startsWith('requests.') && !format.qualifiedName().validate('requests.' + self.gpuType).hasValue())) : (self.gpuType in ['cpu', 'memory', 'ephemeral-storage'] || self.gpuType.startsWith('hugepages-'))))",message="gpuType must be a container resource name: a qualified name with a domain (e.g. nvidia.com/gpu), not requests.*, or cpu, memory, ephemeral-storage or hugepages-<size>",fieldPath=".gpuType",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.cpu) || isQuantity(self.cpu)",message="must be a quantity, e.g. 500m or 2",fieldPath=".cpu",reason=FieldValueInvalid
 // +kubebuilder:validation:XValidation:rule="!has(self.memory) || isQuantity(self.memory)",message="must be a quantity, e.g. 512Mi or 8Gi",fieldPath=".memory",reason=FieldValueInvalid
 type ResourceItem struct {
@@ -303,11 +338,16 @@ type ResourceItem struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]*$`
 	GPU string `json:"gpu,omitempty"`
-	// GPUType selects the GPU product (node label nvidia.com/gpu.product).
+	// GPUType selects the GPU product (node label nvidia.com/gpu.product): the resource
+	// gpu counts instead of nvidia.com/gpu (render.GPUResource).
 	// +optional
+	// +kubebuilder:validation:MaxLength=317
 	GPUType string `json:"gpuType,omitempty"`
-	// Custom resources by their full name.
+	// Custom resources by their full name: at most 1,024 (the bound that lets the
+	// rule on their names fit the CEL budget).
 	// +optional
+	// +kubebuilder:validation:MaxProperties=1024
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) == 0 || (!format.qualifiedName().validate(k).hasValue() && (k.contains('/') ? (k.contains('kubernetes.io/') || (!k.startsWith('requests.') && !format.qualifiedName().validate('requests.' + k).hasValue())) : (k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-')))))",message="custom resource names must be container resource names: a qualified name with a domain (e.g. example.com/fpga), not requests.*, or cpu, memory, ephemeral-storage or hugepages-<size>",messageExpression="'custom resource names must be container resource names (a qualified name with a domain, not requests.*, or cpu, memory, ephemeral-storage or hugepages-<size>), not ' + self.filter(k, size(self[k]) > 0 && !(!format.qualifiedName().validate(k).hasValue() && (k.contains('/') ? (k.contains('kubernetes.io/') || (!k.startsWith('requests.') && !format.qualifiedName().validate('requests.' + k).hasValue())) : (k in ['cpu', 'memory', 'ephemeral-storage'] || k.startsWith('hugepages-')))))[0]",reason=FieldValueInvalid
 	Custom map[string]string `json:"custom,omitempty"`
 }
 

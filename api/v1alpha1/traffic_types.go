@@ -60,9 +60,18 @@ type ProxyRouting struct {
 
 // GatewayAPIRouting configures the HTTPRoute.
 type GatewayAPIRouting struct {
-	// ParentRefs are the Gateways (or their listeners) the HTTPRoute attaches to.
+	// ParentRefs are the Gateways (or their listeners) the HTTPRoute attaches to, as the
+	// HTTPRoute takes them: each of the gateway-api CRD's own rules on spec.parentRefs
+	// (sigs.k8s.io/gateway-api v1.6.3 apis/v1/shared_types.go CommonRouteSpec) that both
+	// of its channels apply: two refs to one parent both set sectionName or neither
+	// (the standard channel's first rule; the experimental one's also asks it of port),
+	// and no two refs to one parent have the same sectionName and port (the
+	// experimental channel's second rule; the standard one's refuses the same
+	// sectionName whatever the ports). The HTTPRoute is written from them unchanged.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(p1, self.all(p2, p1.group == p2.group && p1.kind == p2.kind && p1.name == p2.name && (((!has(p1.__namespace__) || p1.__namespace__ == '') && (!has(p2.__namespace__) || p2.__namespace__ == '')) || (has(p1.__namespace__) && has(p2.__namespace__) && p1.__namespace__ == p2.__namespace__)) ? ((!has(p1.sectionName) || p1.sectionName == '') == (!has(p2.sectionName) || p2.sectionName == '')) : true))",message="sectionName must be specified when parentRefs includes 2 or more references to the same parent"
+	// +kubebuilder:validation:XValidation:rule="self.all(p1, self.exists_one(p2, p1.group == p2.group && p1.kind == p2.kind && p1.name == p2.name && (((!has(p1.__namespace__) || p1.__namespace__ == '') && (!has(p2.__namespace__) || p2.__namespace__ == '')) || (has(p1.__namespace__) && has(p2.__namespace__) && p1.__namespace__ == p2.__namespace__)) && (((!has(p1.sectionName) || p1.sectionName == '') && (!has(p2.sectionName) || p2.sectionName == '')) || (has(p1.sectionName) && has(p2.sectionName) && p1.sectionName == p2.sectionName)) && (((!has(p1.port) || p1.port == 0) && (!has(p2.port) || p2.port == 0)) || (has(p1.port) && has(p2.port) && p1.port == p2.port))))",message="sectionName or port must be unique when parentRefs includes 2 or more references to the same parent"
 	ParentRefs []gatewayv1.ParentReference `json:"parentRefs"`
 	// Hostnames of the HTTPRoute.
 	// +optional

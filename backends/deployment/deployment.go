@@ -9,7 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -102,9 +101,7 @@ func renderDeployment(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWo
 		// change updates it in place, without taking its pods down first.
 		d.Spec.Strategy = appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType}
 	}
-	if err := controllerutil.SetControllerReference(dgd, d, s); err != nil {
-		return nil, err
-	}
+	d.OwnerReferences = []metav1.OwnerReference{v1alpha1.ControllerRef(dgd)}
 	return d, nil
 }
 

@@ -41,7 +41,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/backends"
@@ -232,7 +231,7 @@ func (b *Backend) ensureStable(ctx context.Context, dgd *v1alpha1.DynamoGraphDep
 // someone else's, which the next pass sees in the cache and gives the name up for; the
 // pick is kept until then.
 func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet, id, pick string) (bool, error) {
-	if err := controllerutil.SetControllerReference(dgd, want, b.Scheme); err != nil {
+	if err := v1alpha1.SetController(want, dgd); err != nil {
 		return false, err
 	}
 	var have grovev1.PodCliqueSet

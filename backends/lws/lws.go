@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	lwsv1 "sigs.k8s.io/lws/api/leaderworkerset/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -111,9 +110,7 @@ func renderLWS(dgd *v1alpha1.DynamoGraphDeployment, sw backends.ServiceWorkload,
 			NetworkConfig:   &lwsv1.NetworkConfig{SubdomainPolicy: ptr.To(lwsv1.SubdomainShared)},
 		},
 	}
-	if err := controllerutil.SetControllerReference(dgd, lws, s); err != nil {
-		return nil, err
-	}
+	lws.OwnerReferences = []metav1.OwnerReference{v1alpha1.ControllerRef(dgd)}
 	return lws, nil
 }
 

@@ -63,7 +63,7 @@ func takeControl(dgd *v1alpha1.DynamoGraphDeployment, obj metav1.Object) {
 			refs = append(refs, r)
 		}
 	}
-	obj.SetOwnerReferences(append(refs, *metav1.NewControllerRef(dgd, v1alpha1.GroupVersion.WithKind(dgdKind))))
+	obj.SetOwnerReferences(append(refs, v1alpha1.ControllerRef(dgd)))
 }
 
 // ingressHosts names the hosts of an Ingress's rules.

@@ -52,10 +52,9 @@ func kindOf(o client.Object) string {
 // DGDs, as one of its owners (as controllerutil's SetControllerReference and
 // SetOwnerReference do for the DGD's kind).
 func owned(dgd *v1alpha1.DynamoGraphDeployment, want client.Object, controller bool) {
-	gvk := v1alpha1.GroupVersion.WithKind(dgdKind)
-	ref := *metav1.NewControllerRef(dgd, gvk)
+	ref := v1alpha1.ControllerRef(dgd)
 	if !controller {
-		ref = metav1.OwnerReference{APIVersion: gvk.GroupVersion().String(), Kind: gvk.Kind, Name: dgd.Name, UID: dgd.UID}
+		ref = v1alpha1.OwnerRef(dgd)
 	}
 	want.SetOwnerReferences([]metav1.OwnerReference{ref})
 }

@@ -23,20 +23,15 @@ func lookupKey(o client.Object) string { return kindOf(o) + "/" + o.GetName() }
 
 // Lookups are the objects of fixed names the DGD's pods may need (a pure function of
 // the spec): its discovery ServiceAccount, Role and RoleBinding, the namespace's planner
-// ServiceAccount, Role and RoleBinding (kept or disowned), the wait-for-leader script
-// of vLLM gangs, and the SSH key Secret of TRT-LLM gangs when the operator makes it.
+// ServiceAccount, Role and RoleBinding (kept or disowned), and the wait-for-leader
+// script of vLLM gangs. The SSH key Secret of TRT-LLM gangs is not read (the operator
+// may not read Secrets: issue 38): Snapshot.SSHKeys says which it made.
 func Lookups(dgd *v1alpha1.DynamoGraphDeployment) []Lookup {
 	var out []Lookup
 	for _, r := range []render.RBAC{render.DiscoveryRBAC(dgd), render.PlannerRBAC(dgd.Namespace)} {
 		out = append(out, Lookup{Object: r.ServiceAccount}, Lookup{Object: r.Role}, Lookup{Object: r.Binding})
 	}
-	out = append(out, Lookup{Object: render.WaitLeaderScript(dgd)})
-	if wantsSSHKey(dgd) {
-		s := &corev1.Secret{}
-		s.Namespace, s.Name = dgd.Namespace, render.Component{DGD: dgd}.SSHSecret()
-		out = append(out, Lookup{Object: s, Live: true})
-	}
-	return out
+	return append(out, Lookup{Object: render.WaitLeaderScript(dgd)})
 }
 
 // wantsSSHKey: the DGD has a TRT-LLM gang and names no SSH key Secret of its own.
@@ -61,7 +56,7 @@ func platform(v *view, d *draft) {
 	}
 	if wantsSSHKey(v.dgd) {
 		name := render.Component{DGD: v.dgd}.SSHSecret()
-		if v.Objects.Named["Secret/"+name] == nil {
+		if !v.SSHKeys[name] { // made by a create, or found by one answered AlreadyExists
 			s := &corev1.Secret{}
 			s.Namespace, s.Name = v.dgd.Namespace, name
 			s.Labels = map[string]string{v1alpha1.LabelGraph: v.dgd.Name, v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}

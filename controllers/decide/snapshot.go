@@ -69,6 +69,10 @@ type Snapshot struct {
 	// (dynamo.go); nil when nothing. Its worker workloads are in Workloads (backend
 	// DynamoBackend).
 	Dynamo *Dynamo
+	// SSHKeys are the SSH key Secrets of TRT-LLM gangs (by name, in the DGD's namespace)
+	// a create of the operator's made or found there (AlreadyExists): the operator
+	// never reads a Secret, so what this process has not created is created again, once.
+	SSHKeys map[string]bool
 	// Providers are the traffic providers this operator runs, by traffic.Provider.Kind
 	// (the Gateway API's only where its CRDs are served); TrafficConfig is their
 	// configuration (the operator's flags).

@@ -3,6 +3,11 @@
 // and the Container type makes mainContainer.name required, but Dynamo manifests give
 // only extraPodSpec.mainContainer, without a name. Both requirements are dropped.
 //
+// It adds the API server's own rules for the strings the operator copies into the
+// objects it writes, where kubebuilder markers cannot reach them: Kubernetes' types
+// embedded in both versions (EnvVar, Container, Volume, PodSpec) and the label and
+// annotation maps of a pod's metadata (strings.go).
+//
 // It also sets spec.conversion: strategy Webhook, served at /convert by the operator
 // behind the Service config/default deploys (dgd-rollout-webhook-service in
 // dgd-rollout-system); the operator fills in the caBundle (--webhook-cert-mode), and
@@ -41,6 +46,9 @@ func fix(path string) error {
 	}
 	for i := range crd.Spec.Versions {
 		root := crd.Spec.Versions[i].Schema.OpenAPIV3Schema
+		if _, err := fixStrings(crd.Spec.Versions[i].Name, root); err != nil {
+			return err
+		}
 		services, ok := root.Properties["spec"].Properties["services"]
 		if !ok {
 			continue // v1beta1: components carry a full podTemplate, as Dynamo's does

@@ -63,7 +63,6 @@ generates from the kubebuilder markers. Do not edit.
   - secrets
   verbs:
   - create
-  - get
 - apiGroups:
   - apps
   resources:

@@ -459,7 +459,13 @@ func managerOptions(cfg *rest.Config, o Options) (ctrl.Options, error) {
 // relabelOwned labels the workloads and ControllerRevisions DGDs control that lack the
 // operator's label (backends.RelabelOwned: made by an operator before issue 23, or
 // stripped while none ran), before the manager's cache starts, so its first list finds
-// them and no pass ever runs without them. Every replica runs it, leader or not: it
+// them and no pass ever runs without them; and moves every owner reference to a DGD of
+// an older version (an operator before issue 38 wrote nvidia.com/v1alpha1, which
+// Dynamo deprecates: once it is no longer served the garbage collector cannot resolve
+// the reference and deletes nothing) to v1alpha1.OwnerAPIVersion, on every kind a DGD
+// owns, a metadata patch that rolls nothing. The SSH key Secret of TRT-LLM gangs is the
+// one object it cannot see (the operator reads no Secret): one made by an older operator
+// keeps its v1alpha1 reference (docs/reference.md). Every replica runs it, leader or not: it
 // only adds the label to objects a DGD controls, which any leader would add too. A
 // PodCliqueSet Dynamo's own operator made for a DGD (controlled by the DGD too) is left
 // alone (grove.NotOurs): the operator never takes another controller's object for its
@@ -468,7 +474,10 @@ func relabelOwned(mgr ctrl.Manager, namespaces []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), relabelTimeout)
 	defer cancel()
 	n, err := backends.RelabelOwnedExcept(ctx, mgr.GetAPIReader(), mgr.GetClient(), mgr.GetScheme(), namespaces, grove.NotOurs,
-		&appsv1.Deployment{}, &appsv1.ControllerRevision{}, &lwsv1.LeaderWorkerSet{}, &grovev1.PodCliqueSet{})
+		&appsv1.Deployment{}, &appsv1.ControllerRevision{}, &lwsv1.LeaderWorkerSet{}, &grovev1.PodCliqueSet{},
+		// What else a DGD owns, for its owner references (v1alpha1.OwnerAPIVersion).
+		&corev1.Service{}, &networkingv1.Ingress{}, &corev1.ServiceAccount{}, &rbacv1.Role{}, &rbacv1.RoleBinding{},
+		&corev1.ConfigMap{}, &gatewayv1.HTTPRoute{})
 	if err != nil {
 		return fmt.Errorf("labelling the objects DGDs control: %w", err)
 	}

@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
@@ -96,7 +95,7 @@ func (s *scenario) apply(t traffic.Traffic) (bool, error) {
 	cached := s.rec.latest().route
 	switch {
 	case cached == nil:
-		Expect(controllerutil.SetControllerReference(s.dgd, want, scheme)).To(Succeed())
+		Expect(v1alpha1.SetController(want, s.dgd)).To(Succeed())
 		return true, k8s.Create(ctx, want)
 	case !gatewayapi.Controlled(cached, s.dgd):
 		return false, fmt.Errorf("HTTPRoute %s/%s: %w", s.ns, entry, errNotControlled)

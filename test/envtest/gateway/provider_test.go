@@ -7,9 +7,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
+	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/traffic"
 	"github.com/dgd-rollout/operator/traffic/gatewayapi"
@@ -133,7 +133,7 @@ var _ = Describe("The Gateway API provider", func() {
 		Expect(bare.Spec.ParentRefs[0].Kind).To(BeNil())
 		Expect(bare.Spec.Rules[1].Matches).To(BeNil())
 		Expect(bare.Spec.Rules[0].BackendRefs[0].Weight).To(BeNil())
-		Expect(controllerutil.SetControllerReference(s.dgd, bare, scheme)).To(Succeed())
+		Expect(v1alpha1.SetController(bare, s.dgd)).To(Succeed())
 		i := s.rec.ask(t)
 		Expect(k8s.Create(ctx, bare)).To(Succeed())
 

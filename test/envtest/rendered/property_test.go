@@ -6,7 +6,16 @@
 // (server-side dry run, with the CRDs of LWS and Grove installed), by Grove's webhook
 // rules (harness.GroveRejects) and, for the objects LWS and the StatefulSet controller
 // derive from a LeaderWorkerSet's name, by the API server's name and label rules; and
-// the pass reports no InvalidSpec or NameConflict. Any third outcome fails the test.
+// the pass reports no InvalidSpec or NameConflict; and the pod templates the
+// LeaderWorkerSets and PodCliqueSets carry (which the API server checks only when LWS
+// and Grove make StatefulSets and pods of them) are what the API server takes of a
+// Deployment's. Any third outcome fails the test.
+//
+// Every user string the operator copies into what it writes is a slot of the generator
+// (strings_test.go, docs/reference.md "Strings the operator writes"): every DGD gets
+// valid values of its slots, odd ones included, and a third of them, the string cases,
+// get one slot invalid. A string case refused at admission whose twin (the same DGD with
+// that string valid) is admitted must be refused naming that string's field.
 //
 // The pass is the operator's own (controllers.Reconciler.Reconcile: observe, decide,
 // execute, report) over a client that sends every write as a dry run: the first pass
@@ -35,6 +44,7 @@ import (
 	grovev1 "github.com/ai-dynamo/grove/operator/api/core/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -143,8 +153,13 @@ type gen struct {
 	b bounds
 	// beta: the DGD is created in v1beta1, which has no ingress field (Dynamo's
 	// v1beta1 keeps a v1alpha1 ingress only in the conversion's nvidia.com/dgd-spec
-	// annotation, which no schema rule can read): no ingress is generated.
+	// annotation, which no schema rule can read): no ingress is generated, nor any
+	// other v1alpha1-only string (slot.alphaOnly).
 	beta bool
+	// strs is the DGD's string plan (strings_test.go).
+	strs strsPlan
+	// grove: the DGD's backend is Grove (whose webhook is stricter on env names).
+	grove bool
 }
 
 const (
@@ -197,6 +212,7 @@ func (g gen) dgd(i int) *v1alpha1.DynamoGraphDeployment {
 	d.Namespace = fmt.Sprintf("p%d-", i)
 	d.Namespace += g.label(max(1, g.length(63-len(d.Namespace))), lower, lower+digits+"-")
 	d.Spec.Backend = []v1alpha1.BackendType{v1alpha1.BackendAuto, v1alpha1.BackendDeployment, v1alpha1.BackendLeaderWorkerSet, v1alpha1.BackendGrove}[g.r.IntN(4)]
+	g.grove = d.Spec.Backend == v1alpha1.BackendGrove
 	framework := []string{"vllm", "sglang", "trtllm"}[min(g.r.IntN(7)/3, 2)]
 	n := 1 + g.r.IntN(4)
 	if g.r.IntN(4) == 0 {
@@ -212,7 +228,7 @@ func (g gen) dgd(i int) *v1alpha1.DynamoGraphDeployment {
 		if dup {
 			continue
 		}
-		svc := g.service(framework)
+		svc := g.service(framework, len(d.Spec.Services) == 0)
 		for _, other := range d.Spec.Services {
 			if svc.ComponentType == "epp" && other.ComponentType == "epp" {
 				svc.ComponentType = "worker" // at most one epp (Dynamo's v1beta1 rule)
@@ -220,16 +236,25 @@ func (g gen) dgd(i int) *v1alpha1.DynamoGraphDeployment {
 		}
 		d.Spec.Services[name] = svc
 	}
+	g.graphStrings(d)
 	return d
 }
 
-func (g gen) service(framework string) *v1alpha1.DynamoComponentDeploymentSharedSpec {
+// service makes one service of the DGD (the first of them when first).
+func (g gen) service(framework string, first bool) *v1alpha1.DynamoComponentDeploymentSharedSpec {
 	types := []string{"frontend", "worker", "prefill", "decode", "planner", "worker", "router.v2"}
 	if g.beta {
 		types[6] = "epp" // v1beta1's type is an enum (Dynamo's), of at most one epp
 	}
+	// A string case whose bad slot is the Ingress's needs an enabled Ingress with a
+	// valid host: the first service is a frontend with one.
+	ingressCase := strings.HasPrefix(g.strs.bad, "Ingress")
+	componentType := types[g.r.IntN(len(types))]
+	if ingressCase && first {
+		componentType = v1alpha1.ComponentTypeFrontend
+	}
 	s := &v1alpha1.DynamoComponentDeploymentSharedSpec{
-		ComponentType: types[g.r.IntN(len(types))],
+		ComponentType: componentType,
 		Replicas:      ptr.To(g.count(g.b.replicas)),
 		ExtraPodSpec:  &v1alpha1.ExtraPodSpec{MainContainer: &corev1.Container{Image: "nvcr.io/nvidia/ai-dynamo/" + framework + "-runtime:0.6.1"}},
 	}
@@ -241,17 +266,20 @@ func (g gen) service(framework string) *v1alpha1.DynamoComponentDeploymentShared
 			s.Resources = &v1alpha1.Resources{Limits: &v1alpha1.ResourceItem{GPU: "8"}}
 		}
 	}
-	if s.ComponentType == "frontend" && !g.beta && g.r.IntN(3) == 0 {
+	if s.ComponentType == "frontend" && !g.beta && (g.r.IntN(3) == 0 || ingressCase) {
 		in := &v1alpha1.IngressSpec{Enabled: true, Host: g.label(g.length(63), lower+digits, lower+digits+"-.")}
-		switch g.r.IntN(4) {
-		case 0:
+		switch v := g.r.IntN(4); {
+		case ingressCase:
+		case v == 0:
 			in.Host = "My_Graph" // the issue's
-		case 1:
+		case v == 1:
 			in.HostPrefix = ptr.To(g.label(g.length(63), lower, lower+digits+"-.") + ".")
 			in.HostSuffix = ptr.To(g.label(g.length(200), lower, lower+digits+"-."))
 		}
+		g.ingressStrings(in)
 		s.Ingress = in
 	}
+	g.serviceStrings(s)
 	return s
 }
 
@@ -375,31 +403,95 @@ func TestAdmittedDGDsRender(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	accepted, refused := 0, 0
+	accepted, refused, stringCases := 0, 0, 0
+	decisive, masked := tally{}, tally{}
 	for i := range cases {
 		caseSeed := seed*1_000_003 + uint64(i)
-		g := gen{r: rand.New(rand.NewPCG(caseSeed, caseSeed)), b: b}
-		g.beta = g.r.IntN(2) == 0
-		beta := g.beta
-		dgd := g.dgd(i)
-		ok, why := runCase(t, base, dgd, beta)
+		// A third of the cases are string cases: one slot invalid (strings_test.go).
+		// The twin is the same DGD with that slot valid: the same random numbers, all
+		// but one string alike.
+		build := func(invalid bool) (*v1alpha1.DynamoGraphDeployment, bool, string) {
+			g := gen{r: rand.New(rand.NewPCG(caseSeed, caseSeed)), b: b}
+			g.beta = g.r.IntN(2) == 0
+			if g.r.IntN(3) == 0 {
+				g.strs = strsPlan{bad: badSlot(i, g.beta), invalid: invalid}
+			}
+			return g.dgd(i), g.beta, g.strs.bad
+		}
+		dgd, beta, bad := build(true)
+		twin, _, _ := build(false)
+		if bad != "" {
+			stringCases++
+		}
+		ok, why, refusal := runCase(t, base, dgd, beta)
+		spec := func() string { j, _ := json.Marshal(dgd); return string(j) }
 		switch {
 		case ok:
 			accepted++
+			if bad != "" && !equality.Semantic.DeepEqual(dgd, twin) {
+				t.Errorf("case %d (seed %d, v1beta1 %v): an invalid %s was admitted and rendered: the slot's values or its api are wrong\nDGD %s/%s: %s",
+					i, caseSeed, beta, bad, dgd.Namespace, dgd.Name, spec())
+			}
 		case why == "":
 			refused++
+			if bad == "" || equality.Semantic.DeepEqual(dgd, twin) {
+				break
+			}
+			// Refused with one string invalid: when the twin is admitted, that string
+			// is the reason, and the refusal must name its field.
+			if admitted, err := dryRunCreate(base, twin, beta); err != nil {
+				t.Fatalf("case %d: %v", i, err)
+			} else if !admitted {
+				masked[bad]++
+			} else if !slotByName[bad].field.MatchString(refusal) {
+				t.Errorf("case %d (seed %d, v1beta1 %v): the DGD with only its %s invalid was refused without naming it (want %s): %s\nDGD %s/%s: %s",
+					i, caseSeed, beta, bad, slotByName[bad].field, refusal, dgd.Namespace, dgd.Name, spec())
+			} else {
+				decisive[bad]++
+			}
 		default:
-			spec, _ := json.Marshal(dgd)
-			t.Errorf("case %d (seed %d, v1beta1 %v): admitted but %s\nDGD %s/%s: %s", i, caseSeed, beta, why, dgd.Namespace, dgd.Name, spec)
+			t.Errorf("case %d (seed %d, v1beta1 %v, invalid string: %q): admitted but %s\nDGD %s/%s: %s", i, caseSeed, beta, bad, why, dgd.Namespace, dgd.Name, spec())
 		}
 	}
-	t.Logf("%d admitted and rendered, %d refused at admission", accepted, refused)
+	t.Logf("%d admitted and rendered, %d refused at admission; %d string cases", accepted, refused, stringCases)
 	for msg, n := range refusals {
 		t.Logf("refused %3d times: %s", n, msg)
 	}
-	if accepted < cases/3 || refused < cases/20 {
+	for _, s := range slots {
+		t.Logf("slot %-24s refused for it alone %2d times (masked by another refusal %d)", s.name, decisive[s.name], masked[s.name])
+	}
+	// With enough cases every slot has been the one string that made admission refuse
+	// a DGD (2,000 cases give each some 15 string cases, of which a third to a half
+	// are not refused for something else too).
+	if cases >= 2000 {
+		for _, s := range slots {
+			if decisive[s.name] == 0 {
+				t.Errorf("slot %s never was the one invalid string of a refused DGD in %d cases", s.name, cases)
+			}
+		}
+	}
+	// String cases are meant to be refused: the balance is the other cases'.
+	if accepted < (cases-stringCases)/3 || refused < cases/20 {
 		t.Errorf("the generator lost its balance: %d admitted, %d refused of %d", accepted, refused, cases)
 	}
+}
+
+// dryRunCreate reports whether admission takes dgd (in v1beta1 when beta), without
+// creating it.
+func dryRunCreate(c client.Client, dgd *v1alpha1.DynamoGraphDeployment, beta bool) (bool, error) {
+	var obj client.Object = dgd.DeepCopy()
+	if beta {
+		hub := &v1beta1.DynamoGraphDeployment{}
+		if err := conversion.ToHub(dgd.DeepCopy(), hub); err != nil {
+			return false, err
+		}
+		obj = hub
+	}
+	err := c.Create(context.Background(), obj, client.FieldValidation("Strict"), client.DryRunAll)
+	if apierrors.IsInvalid(err) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // refusals tallies what admission refused, by the message after the object's name,
@@ -427,9 +519,9 @@ var (
 
 // runCase creates the DGD (in v1beta1 when beta) and, when admitted, runs the
 // operator's first pass over it with every write a dry run. It reports true when the
-// DGD was admitted and rendered; false and "" when admission refused it, naming a field;
-// false and why for a third outcome.
-func runCase(t *testing.T, base client.WithWatch, dgd *v1alpha1.DynamoGraphDeployment, beta bool) (bool, string) {
+// DGD was admitted and rendered; false, "" and the refusal when admission refused it,
+// naming a field; false and why for a third outcome.
+func runCase(t *testing.T, base client.WithWatch, dgd *v1alpha1.DynamoGraphDeployment, beta bool) (bool, string, string) {
 	ctx := context.Background()
 	if err := base.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: dgd.Namespace}}); err != nil {
 		t.Fatalf("namespace %s: %v", dgd.Namespace, err)
@@ -446,18 +538,18 @@ func runCase(t *testing.T, base client.WithWatch, dgd *v1alpha1.DynamoGraphDeplo
 	switch {
 	case apierrors.IsInvalid(err):
 		if !strings.Contains(err.Error(), "spec.") && !strings.Contains(err.Error(), "metadata.") {
-			return false, "refused without naming a field: " + err.Error()
+			return false, "refused without naming a field: " + err.Error(), ""
 		}
 		refusals.add(err.Error())
-		return false, ""
+		return false, "", err.Error()
 	case err != nil:
-		return false, "refused by something other than validation: " + err.Error()
+		return false, "refused by something other than validation: " + err.Error(), ""
 	}
 	d := &dryRun{}
 	platform := render.Config{DiscoveryBackend: render.DiscoveryKubernetes}
 	r := reconciler(d.client(base), platform)
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: types.NamespacedName{Namespace: dgd.Namespace, Name: dgd.Name}}); err != nil {
-		return false, "the pass failed: " + err.Error()
+		return false, "the pass failed: " + err.Error(), ""
 	}
 	var bad []string
 	bad = append(bad, d.errs...)
@@ -472,9 +564,17 @@ func runCase(t *testing.T, base client.WithWatch, dgd *v1alpha1.DynamoGraphDeplo
 		case *lwsv1.LeaderWorkerSet:
 			workloads++
 			bad = append(bad, lwsDerived(w, v1alpha1.MaxReplicas)...)
+			if t := w.Spec.LeaderWorkerTemplate.LeaderTemplate; t != nil {
+				bad = append(bad, podTemplateRefused(base, dgd.Namespace, "LeaderWorkerSet "+w.Name+" leader", *t)...)
+			}
+			bad = append(bad, podTemplateRefused(base, dgd.Namespace, "LeaderWorkerSet "+w.Name+" worker", w.Spec.LeaderWorkerTemplate.WorkerTemplate)...)
 		case *grovev1.PodCliqueSet:
 			workloads++
 			bad = append(bad, harness.GroveRejects(nil, w)...)
+			for _, c := range w.Spec.Template.Cliques {
+				bad = append(bad, podTemplateRefused(base, dgd.Namespace, "PodCliqueSet "+w.Name+" clique "+c.Name,
+					corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: c.Labels, Annotations: c.Annotations}, Spec: c.Spec.PodSpec})...)
+			}
 		case *appsv1.Deployment:
 			workloads++
 		}
@@ -489,7 +589,28 @@ func runCase(t *testing.T, base client.WithWatch, dgd *v1alpha1.DynamoGraphDeplo
 		bad = append(bad, "no workload written")
 	}
 	if len(bad) > 0 {
-		return false, strings.Join(bad, "\n  ")
+		return false, strings.Join(bad, "\n  "), ""
 	}
-	return true, ""
+	return true, "", ""
+}
+
+// podTemplateRefused is what the API server refuses of a pod template that a
+// LeaderWorkerSet or a PodCliqueSet carries: the API server checks none of it when
+// the operator writes them (custom resources), but the StatefulSets the LWS
+// controller makes of it and the pods Grove makes of a clique are checked as a
+// Deployment's template is (k8s.io/kubernetes pkg/apis/apps/validation: a
+// ReplicaSet's, a StatefulSet's and a Deployment's template are each
+// ValidatePodTemplateSpec with restartPolicy Always). A server-side dry run of a
+// Deployment with the template says what that write would meet.
+func podTemplateRefused(c client.Client, ns, what string, t corev1.PodTemplateSpec) []string {
+	t = *t.DeepCopy()
+	if len(t.Labels) == 0 {
+		t.Labels = map[string]string{"app": "template-check"}
+	}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "template-check"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: t.Labels}, Template: t}}
+	if err := c.Create(context.Background(), d, client.DryRunAll); err != nil {
+		return []string{what + "'s pod template: " + err.Error()}
+	}
+	return nil
 }

@@ -64,19 +64,32 @@ var _ = Describe("inputs admission accepts although they are wrong (reported, no
 			set(u, "00%", "spec", "rollout", "maxSurge")
 			set(u, int64(0), "spec", "rollout", "maxUnavailable")
 		}),
-		// Labels and annotations of a service are copied to the workload and its pods,
-		// where the API server rejects them: every workload create then fails.
-		Entry("a service label key that is not a valid label key", func(u *unstructured.Unstructured) {
-			set(u, map[string]any{"bad key!": "x"}, worker("labels")...)
-		}),
-		Entry("a service label value that is not a valid label value", func(u *unstructured.Unstructured) {
-			set(u, map[string]any{"team": strings.Repeat("x", 64)}, worker("labels")...)
-		}),
 		Entry("a pod restartPolicy a Deployment cannot run (extraPodSpec.restartPolicy: Never)", func(u *unstructured.Unstructured) {
 			set(u, "Never", worker("extraPodSpec", "restartPolicy")...)
 		}),
-		Entry("an envFromSecret that is not a Secret name", func(u *unstructured.Unstructured) {
-			set(u, "Not_A_Secret", worker("envFromSecret")...)
+		// What the API server refuses of a pod template that admission does not check
+		// (docs/reference.md, "Strings the operator writes"): cross-references and
+		// uniqueness inside a PodSpec's lists, and a sum over a map, each a CEL rule
+		// over lists or maps without a bound, past the CRD's cost budget. The first
+		// write is refused (WriteRefused, naming the object and quoting the API server).
+		Entry("a volume mount naming no volume of the pod", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"name": "cache", "mountPath": "/cache"}}, worker("extraPodSpec", "mainContainer", "volumeMounts")...)
+		}),
+		Entry("two ports of one container with one name", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"name": "http", "containerPort": int64(8000)}, map[string]any{"name": "http", "containerPort": int64(8001)}},
+				worker("extraPodSpec", "mainContainer", "ports")...)
+		}),
+		// (In extraPodMetadata: a v1alpha1 service's own annotations have no v1beta1
+		// field and are kept in the DGD's nvidia.com/dgd-spec annotation, which the API
+		// server already refuses past 256 KiB when it converts the DGD for storage.)
+		Entry("a pod's annotations past 256 KiB in all (each value within it)", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"a": strings.Repeat("x", 200*1024), "b": strings.Repeat("x", 200*1024)}, worker("extraPodMetadata", "annotations")...)
+		}),
+		Entry("a container resource name that is no resource name in mainContainer.resources", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"fpga": "1"}, worker("extraPodSpec", "mainContainer", "resources", "limits")...)
+		}),
+		Entry("an extended resource requested without its limit (gpu in requests only)", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"gpu": "1"}, worker("resources", "requests")...)
 		}),
 		// README: the operator reports these as InvalidSpec (admission cannot check an
 		// annotation value).
@@ -85,6 +98,71 @@ var _ = Describe("inputs admission accepts although they are wrong (reported, no
 		}),
 		Entry("a worker without an image", func(u *unstructured.Unstructured) {
 			unstructured.RemoveNestedField(u.Object, worker("extraPodSpec")...)
+		}),
+	)
+})
+
+// Strings the API server takes where the operator writes them, although they look
+// wrong: admission takes them too (it never refuses what the first write would take,
+// nor what Dynamo's operator deploys).
+var _ = Describe("strings the API server takes", func() {
+	DescribeTable("accepted under strict field validation",
+		func(mutate func(*unstructured.Unstructured)) {
+			u := parse([]byte(valid))
+			u.SetNamespace(newNamespace())
+			mutate(u)
+			Expect(env.Client.Create(ctx, u, client.FieldValidation("Strict"))).To(Succeed())
+		},
+		// validateSecretEnvSource checks an envFrom Secret as a name prefix
+		// (NameIsDNSSubdomain(name, true)): a trailing '-' passes.
+		Entry("an envFromSecret ending in '-'", func(u *unstructured.Unstructured) {
+			set(u, "hf-token-", worker("envFromSecret")...)
+		}),
+		Entry("an envFrom ConfigMap ending in '_-' (the API server masks its last two characters)", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"configMapRef": map[string]any{"name": "cfg_-"}}}, worker("extraPodSpec", "mainContainer", "envFrom")...)
+		}),
+		// Kubernetes v1.36's env var names: any printable ASCII but '='.
+		Entry("env var names with dots, spaces and dashes", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"name": "my.var 1-x", "value": "1"}}, worker("envs")...)
+			set(u, []any{map[string]any{"name": "9LIVES", "value": "1"}}, "spec", "envs")
+		}),
+		// ValidateAnnotations checks a key in lower case.
+		Entry("an annotation key with an upper-case prefix", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"Example.COM/Key": "v"}, worker("annotations")...)
+		}),
+		Entry("an empty label value", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"example.com/flag": ""}, worker("labels")...)
+		}),
+		// The operator names the main container "main" whatever the manifest says.
+		Entry("a mainContainer name that is no container name", func(u *unstructured.Unstructured) {
+			set(u, "Main_Container", worker("extraPodSpec", "mainContainer", "name")...)
+		}),
+		Entry("an unnamed port", func(u *unstructured.Unstructured) {
+			set(u, []any{map[string]any{"containerPort": int64(9090)}}, worker("extraPodSpec", "mainContainer", "ports")...)
+		}),
+		Entry("a probe on a port number", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"httpGet": map[string]any{"path": "/health", "port": int64(9090)}}, worker("readinessProbe")...)
+		}),
+		// Dynamo keeps a disabled Ingress as given, and so does admission.
+		Entry("a disabled Ingress with a class, TLS Secret and labels no Ingress takes", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"enabled": false, "host": "x", "ingressControllerClassName": "Nginx_Class",
+				"tls": map[string]any{"secretName": "My_TLS"}, "labels": map[string]any{"a/b/c": "x y"}, "annotations": map[string]any{"bad key": "x"}},
+				"spec", "services", "Frontend", "ingress")
+		}),
+		// Only what is rendered is checked: gpuType without gpu, a custom key without a
+		// value.
+		Entry("a gpuType without gpu, a custom resource without a quantity", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"gpuType": "h100", "custom": map[string]any{"fpga": ""}}, worker("resources", "limits")...)
+		}),
+		Entry("container resource names of every kind the API server takes", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"gpu": "1", "gpuType": "nvidia.com/mig-1g.10gb",
+				"custom": map[string]any{"hugepages-2Mi": "1Gi", "ephemeral-storage": "1Gi", "example.com/fpga": "1", "kubernetes.io/x": "1"}},
+				worker("resources", "limits")...)
+		}),
+		Entry("two parentRefs to one Gateway on different listeners, and one to another", func(u *unstructured.Unstructured) {
+			set(u, map[string]any{"gatewayAPI": map[string]any{"parentRefs": []any{
+				map[string]any{"name": "gw", "sectionName": "http"}, map[string]any{"name": "gw", "sectionName": "https"},
+				map[string]any{"name": "other"}}}}, "spec", "rollout", "trafficRouting")
 		}),
 	)
 })

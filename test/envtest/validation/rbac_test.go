@@ -17,7 +17,7 @@ import (
 // namespace "system") lets the operator's ServiceAccount do with Secrets, asked of the
 // API server's own RBAC authorizer (SubjectAccessReview).
 var _ = Describe("the shipped RBAC and Secrets", func() {
-	It("grants the webhook certificate's Secret by name in the operator's namespace, no list or watch anywhere, and only the TRT-LLM SSH key's get and create elsewhere", func() {
+	It("grants the webhook certificate's Secret by name in the operator's namespace, no list, watch or get anywhere else, and only the TRT-LLM SSH key's create elsewhere", func() {
 		Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "system"}})).To(Succeed())
 		for _, f := range []string{"service_account.yaml", "role.yaml", "role_binding.yaml"} {
 			objs, err := cluster.ReadObjects(filepath.Join(harness.RepoRoot(), "config", "rbac", f))
@@ -44,7 +44,7 @@ var _ = Describe("the shipped RBAC and Secrets", func() {
 		// RoleBinding and one through the ClusterRoleBinding are seen; every object is
 		// then in those caches, and the refusals below are answers, not lag.
 		Eventually(func() bool { return may("get", "system", "dgd-rollout-webhook-cert") }).Should(BeTrue())
-		Eventually(func() bool { return may("get", "team-a", "llm-ssh") }).Should(BeTrue())
+		Eventually(func() bool { return may("create", "team-a", "") }).Should(BeTrue())
 		Expect(may("update", "system", "dgd-rollout-webhook-cert")).To(BeTrue())
 		Expect(may("create", "system", "")).To(BeTrue())
 		Expect(may("update", "system", "another-secret")).To(BeFalse(), "update of another Secret of its namespace")
@@ -54,9 +54,10 @@ var _ = Describe("the shipped RBAC and Secrets", func() {
 			Expect(may(verb, "system", "")).To(BeFalse(), verb)
 		}
 		// The one cluster-wide grant: a DGD with multinode TRT-LLM workers gets the SSH
-		// key Secret Dynamo's gangs mount (controllers/platform.go sshKey), created in the
-		// DGD's namespace and read back by name, never listed.
-		Expect(may("get", "team-a", "llm-ssh")).To(BeTrue())
+		// key Secret Dynamo's gangs mount (decide/platform.go), created in the DGD's
+		// namespace; AlreadyExists is the answer, so no Secret is ever read (issue 38).
 		Expect(may("create", "team-a", "")).To(BeTrue())
+		Expect(may("get", "team-a", "llm-mpi-ssh")).To(BeFalse(), "get of a Secret the operator did not create")
+		Expect(may("get", "team-a", "")).To(BeFalse(), "get of any Secret")
 	})
 })
