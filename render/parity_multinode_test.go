@@ -393,7 +393,7 @@ func TestParityMultinodeTRTLLM(t *testing.T) {
 		{name: "lws worker, a Secret named like no volume", svcName: "TrtllmWorker", s: s(2), dgdAnn: dotted, role: render.RoleWorker,
 			command: shellCmd, args: strs(worker), probes: probesSSH, env: env, volumes: dottedVol, mounts: dottedMount},
 		{name: "grove worker, a Secret named like no volume", svcName: "TrtllmWorker", s: s(2), dgdAnn: dotted, grove: true, role: render.RoleWorker,
-			command: shellCmd, args: strs(worker), rankExport: true, probes: probesSSH, env: env, volumes: dottedVol, mounts: dottedMount},
+			command: shellCmd, args: strs(worker), probes: probesSSH, env: env, volumes: dottedVol, mounts: dottedMount},
 	})
 }
 

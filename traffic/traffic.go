@@ -144,8 +144,9 @@ type Provider interface {
 	// Effect judges what of t is in effect from what was observed.
 	Effect(t Traffic, o Observed) Effect
 	// EntrySelector is the selector of the frontend's Service `{dgd}-{frontend}` while
-	// the provider routes: the proxy's pods, or every cohort's frontend pods (a
-	// Gateway routes through the HTTPRoute, in-cluster clients through the Service).
+	// the provider serves: the proxy's pods; nil when the provider does not own that
+	// Service (a Gateway routes through the HTTPRoute): the controller then points it
+	// at one routable cohort's frontends, as it does before any provider serves.
 	EntrySelector(t Traffic) map[string]string
 }
 

@@ -71,6 +71,10 @@ type front struct {
 	provider traffic.Provider
 	t        traffic.Traffic
 	effect   traffic.Effect
+	// local is the selector of the cohort the frontend's Service sends in-cluster
+	// clients to while the provider does not own that Service (localCohort): the
+	// cohort Service's, nil when no cohort is routable.
+	local map[string]string
 }
 
 // trafficPlan is the pass's traffic: each frontend's split, the cohorts, and why the
@@ -364,7 +368,14 @@ func decideTraffic(v *view, c course, plan planner.Plan) (trafficPlan, error) {
 		t.Cohorts = traffic.Sorted(t.Cohorts)
 		obs := v.Traffic[fe]
 		obs.Now = v.Now
-		tp.fronts = append(tp.fronts, front{service: fe, provider: provider, t: t, effect: provider.Effect(t, obs)})
+		f := front{service: fe, provider: provider, t: t, effect: provider.Effect(t, obs)}
+		if hash := localCohort(v, f, tp.cohorts); hash != "" {
+			if spec := c.h.templateOf(v.dgd, fe, hash); spec != nil {
+				cc := render.Component{DGD: v.dgd, Name: fe, Spec: spec, Hash: hash, Config: v.Platform}
+				f.local = cc.Service(backends.CohortServiceName(v.dgd.Name, fe, hash), false).Spec.Selector
+			}
+		}
+		tp.fronts = append(tp.fronts, f)
 	}
 	drainHold(v, c, plan, &tp)
 	return tp, nil
@@ -616,15 +627,66 @@ func (tp trafficPlan) notServing() string {
 }
 
 // entrySelector is the selector of the frontend's Service this pass: the provider's
-// entry once it serves a split, else the frontend's pods (every cohort's: each
-// discovers only its own workers).
+// entry once it serves a split (the proxy's pods), else one routable cohort's frontend
+// pods (localCohort: a Gateway routes through its HTTPRoute, in-cluster clients through
+// this Service, and before the proxy serves every client does), else nil: the
+// frontend's pods (no cohort is routable, so none can be preferred).
 func (tp trafficPlan) entrySelector(service string) map[string]string {
 	for _, f := range tp.fronts {
-		if f.service == service && f.effect.Serving {
-			return f.provider.EntrySelector(f.t)
+		if f.service != service {
+			continue
 		}
+		if f.effect.Serving {
+			if sel := f.provider.EntrySelector(f.t); sel != nil {
+				return sel
+			}
+		}
+		return f.local
 	}
 	return nil
+}
+
+// localCohort is the cohort the frontend's Service sends in-cluster clients to while
+// the provider does not own it: a Service selects by equality, so it can spread over
+// one cohort's frontends, not split by weight. Of the routable cohorts with a weight,
+// the one with the most weight in effect (the weights asked while none is known); a
+// tie keeps the cohort the Service selects now, then the older revision. A cohort
+// whose pool Dynamo cannot route to never takes a client this way, and a cohort
+// drained to weight 0 loses them with its weight. "" when no cohort is routable.
+func localCohort(v *view, f front, cohorts []cohortState) string {
+	now := ""
+	for i := range v.Objects.Services {
+		if s := &v.Objects.Services[i]; s.Name == f.t.Entry {
+			now = s.Spec.Selector[v1alpha1.LabelWorkerHash]
+		}
+	}
+	weights := f.effect.Weights
+	if weights == nil {
+		weights = f.t.Weights()
+	}
+	best, bestWeight, bestNumber := "", int32(-1), int64(0)
+	for _, cs := range cohorts {
+		w, ok := weights[cs.hash]
+		if !cs.routable || !ok {
+			continue
+		}
+		better := w > bestWeight ||
+			w == bestWeight && best != now && (cs.hash == now || cs.number < bestNumber)
+		if better {
+			best, bestWeight, bestNumber = cs.hash, w, cs.number
+		}
+	}
+	if bestWeight <= 0 && len(weights) > 1 {
+		// every routable cohort at weight 0 in effect: the one the split is moving to
+		for _, c := range f.t.Cohorts {
+			for _, cs := range cohorts {
+				if cs.hash == c.Hash && cs.routable && c.Weight > bestWeight {
+					best, bestWeight = c.Hash, c.Weight
+				}
+			}
+		}
+	}
+	return best
 }
 
 // cohortStatuses are status.cohorts and status.traffic as the pass leaves them, and the

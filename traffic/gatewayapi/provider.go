@@ -87,18 +87,12 @@ func (Provider) Lookups(t traffic.Traffic) []client.Object {
 // PodLabels is nil: the provider runs no pods of its own.
 func (Provider) PodLabels(traffic.Traffic) map[string]string { return nil }
 
-// EntrySelector selects every cohort's frontend pods of the frontend service: a
-// Gateway routes through the HTTPRoute, in-cluster clients through the frontend's
-// Service `{dgd}-{frontend}`, which then spreads over all the cohorts' frontends.
-// Each of them discovers only its own revision's workers, so no request crosses
-// versions either way.
-func (Provider) EntrySelector(t traffic.Traffic) map[string]string {
-	return map[string]string{
-		v1alpha1.LabelGraph:         t.DGD.Name,
-		v1alpha1.LabelService:       labelValue(t.Frontend),
-		v1alpha1.LabelComponentType: v1alpha1.ComponentTypeFrontend,
-	}
-}
+// EntrySelector is nil: the frontend's Service `{dgd}-{frontend}` stays the
+// controller's. A Gateway routes through the HTTPRoute; in-cluster clients reach the
+// Service, which cannot split by weight, so the controller points it at one routable
+// cohort's frontends (controllers/decide localCohort), never at a cohort whose pool
+// cannot serve yet.
+func (Provider) EntrySelector(traffic.Traffic) map[string]string { return nil }
 
 // Route renders the HTTPRoute of t (the package doc shows one). The same Traffic
 // renders an identical object.

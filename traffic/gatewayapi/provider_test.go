@@ -152,11 +152,8 @@ func TestLookups(t *testing.T) {
 
 func TestSelectors(t *testing.T) {
 	tr := newTraffic().cohort("aaaaaaaa", 100).get()
-	want := map[string]string{
-		v1alpha1.LabelGraph: "llm", v1alpha1.LabelService: "Frontend", v1alpha1.LabelComponentType: "frontend",
-	}
-	if diff := cmp.Diff(want, Provider{}.EntrySelector(tr)); diff != "" {
-		t.Errorf("EntrySelector (-want +got):\n%s", diff)
+	if got := (Provider{}).EntrySelector(tr); got != nil {
+		t.Errorf("EntrySelector = %v, want nil (the controller points the entry at one cohort)", got)
 	}
 	if got := (Provider{}).PodLabels(tr); got != nil {
 		t.Errorf("PodLabels = %v, want nil (no pods of its own)", got)
