@@ -51,7 +51,8 @@ vet:
 build:
 	go build -o $(BIN)/manager ./cmd/manager
 
-## test: every test. Builds etcd and kube-apiserver from pinned modules when missing.
+## test: every test. Builds the control-plane binaries from pinned modules and installs
+## prometheus and haproxy (Debian's packages) when missing (cluster-bins, hack/tools/tools.mk).
 test: cluster-bins
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
 	go vet ./...

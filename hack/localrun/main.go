@@ -105,7 +105,7 @@ func run(assets, crds, sample string, delay time.Duration) error {
 	if err != nil {
 		return err
 	}
-	promURL, closeProm, err := startPrometheus(ctx, cl.Config, filepath.Join(abs, "prometheus"))
+	promURL, closeProm, err := startPrometheus(ctx, cl.Config)
 	if err != nil {
 		return err
 	}
@@ -133,12 +133,12 @@ func run(assets, crds, sample string, delay time.Duration) error {
 	return <-exited
 }
 
-// startPrometheus runs a real Prometheus (bin/prometheus) scraping an exporter of the
+// startPrometheus runs a real Prometheus (the prometheus on PATH) scraping an exporter of the
 // metrics Dynamo's workers would serve for the local control plane's Ready worker pods
 // (test/prom): an image whose tag ends in "-errors" fails 30% of its requests and has a
 // slow time to first token, every other image is healthy. The operator's analysis
 // steps query it.
-func startPrometheus(ctx context.Context, cfg *rest.Config, bin string) (string, func(), error) {
+func startPrometheus(ctx context.Context, cfg *rest.Config) (string, func(), error) {
 	c, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
 	if err != nil {
 		return "", nil, err
@@ -147,10 +147,10 @@ func startPrometheus(ctx context.Context, cfg *rest.Config, bin string) (string,
 	if err != nil {
 		return "", nil, err
 	}
-	srv, err := prom.Start(ctx, prom.Options{Bin: bin, Targets: []string{exp.Addr}})
+	srv, err := prom.Start(ctx, prom.Options{Targets: []string{exp.Addr}})
 	if err != nil {
 		_ = exp.Close()
-		return "", nil, fmt.Errorf("starting Prometheus (make cluster-bins builds bin/prometheus): %w", err)
+		return "", nil, fmt.Errorf("starting Prometheus (make run installs Debian's prometheus when it is missing from PATH): %w", err)
 	}
 	return srv.URL, func() { _ = srv.Close(); _ = exp.Close() }, nil
 }

@@ -33,8 +33,8 @@ func (w *Watcher) checkPods() {
 	for i := range pods.Items {
 		p := &pods.Items[i]
 		hash := p.Labels[v1alpha1.LabelWorkerHash]
-		if hash == "" {
-			continue
+		if hash == "" || p.Labels[v1alpha1.LabelComponentType] == v1alpha1.ComponentTypeFrontend {
+			continue // a stable service's pod, or a cohort's frontend (test/observe judges those)
 		}
 		svc := p.Labels[v1alpha1.LabelService]
 		exist[svc]++

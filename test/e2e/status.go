@@ -20,7 +20,7 @@ func UpdateHash(d *v1alpha1.DynamoGraphDeployment) string {
 
 // RolledOut reports whether the update revision is complete: phase Completed for the
 // current generation, and every service's pods existing, ready, not terminating and,
-// for workers, on the update revision.
+// for workers, on the update revision (the traffic proxy's pods are none of them).
 func RolledOut(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 	ru := d.Status.RollingUpdate
 	if ru == nil || ru.Phase != v1alpha1.RolloutCompleted || d.Status.ObservedGeneration != d.Generation {
@@ -35,6 +35,9 @@ func RolledOut(d *v1alpha1.DynamoGraphDeployment, pods []corev1.Pod) bool {
 	got := map[string]int{}
 	for i := range pods {
 		p := &pods[i]
+		if p.Labels[v1alpha1.LabelTrafficProxy] == "true" {
+			continue // the traffic proxy's pod, labelled with its frontend service
+		}
 		svc := d.Spec.Services[p.Labels[v1alpha1.LabelService]]
 		if svc == nil || !p.DeletionTimestamp.IsZero() || !cluster.PodReady(p) {
 			return false

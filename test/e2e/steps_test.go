@@ -68,7 +68,7 @@ func begin(obj client.Object) *scenario {
 		GinkgoWriter.Printf("%s/%s Dynamo observer: %+v\n", s.ns, s.name, st)
 		AddReportEntry("lag gaps", fmt.Sprintf("%s/%s: %d lag gaps (%d states, %s, longest %s)", s.ns, s.name,
 			st.LagGaps, st.LagGapStates, st.LagGapTime.Round(time.Millisecond), st.LongestLagGap.Round(time.Millisecond)))
-		violations := append(w.Violations(), o.Violations()...)
+		violations := append(append(w.Violations(), o.Violations()...), proxyErrors(s.ns)...)
 		s.remove() // free the fake GPUs for the next scenario, whatever happened
 		Expect(flushErr).NotTo(HaveOccurred())
 		if s.expect != nil {
@@ -121,7 +121,7 @@ func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment,
 			g.Expect(s.w.Flush(ctx)).To(Succeed())
 			s.flushed = time.Now()
 		}
-		if v := append(s.w.Violations(), s.o.Violations()...); len(v) > 0 && s.expect == nil {
+		if v := append(append(s.w.Violations(), s.o.Violations()...), proxyErrors(s.ns)...); len(v) > 0 && s.expect == nil {
 			StopTrying(fmt.Sprintf("invariant violated: %s", strings.Join(v, "; "))).Now()
 		}
 		d := s.dgd()
@@ -129,8 +129,20 @@ func (s *scenario) until(what string, cond func(*v1alpha1.DynamoGraphDeployment,
 	}, RolloutTimeout, 100*time.Millisecond).Should(Succeed())
 	Expect(s.w.Flush(ctx)).To(Succeed())
 	if s.expect == nil {
-		Expect(append(s.w.Violations(), s.o.Violations()...)).To(BeEmpty())
+		Expect(append(append(s.w.Violations(), s.o.Violations()...), proxyErrors(s.ns)...)).To(BeEmpty())
 	}
+}
+
+// proxyErrors are the proxy pods of namespace ns that did not start, or whose agent or
+// HAProxy exited while their pod ran (test/proxypod).
+func proxyErrors(ns string) []string {
+	var out []string
+	for _, e := range proxyRunner.Errors() {
+		if strings.HasPrefix(e, "pod "+ns+"/") {
+			out = append(out, "proxy "+e)
+		}
+	}
+	return out
 }
 
 // waitRolledOut waits until revision n is complete: phase Completed, every worker

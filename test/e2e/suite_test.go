@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -22,8 +23,11 @@ import (
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/cluster"
+	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/test/lws"
+	"github.com/dgd-rollout/operator/test/opproc"
 	"github.com/dgd-rollout/operator/test/prom"
+	"github.com/dgd-rollout/operator/test/proxypod"
 )
 
 // PodReadyDelay is KWOK's Running→Ready delay in this suite: rollouts take real time.
@@ -46,6 +50,10 @@ var (
 	exporter *prom.Exporter
 	// lwsRunner runs the LWS controllers and webhooks (a spec may stop and restart it).
 	lwsRunner *lws.Runner
+	// proxyRunner runs the containers of every traffic proxy pod the cluster schedules
+	// (test/proxypod: the agent from the manager binary built from this tree, Debian's
+	// HAProxy), which KWOK would not.
+	proxyRunner *proxypod.Runner
 )
 
 func TestEndToEnd(t *testing.T) {
@@ -58,12 +66,27 @@ func TestEndToEnd(t *testing.T) {
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.Level(zapErrorsOnly)))
-	var err error
+	// The proxy pods' agent is this tree's manager binary, built while the cluster starts.
+	binDir := GinkgoT().TempDir()
+	built := make(chan error, 1)
+	var manager string
+	go func() {
+		var err error
+		manager, err = opproc.Build(cluster.RepoRoot(), binDir)
+		built <- err
+	}()
+	haproxy, err := exec.LookPath("haproxy")
+	Expect(err).NotTo(HaveOccurred(), "Debian's haproxy runs the traffic proxy's pods (make test installs it)")
 	cl, err = cluster.Start(ctx, cluster.Options{Nodes: 4, GPUsPerNode: 8, PodReadyDelay: PodReadyDelay})
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(cl.Stop()).To(Succeed()) })
 	GinkgoWriter.Printf("local control plane up in %s\n", cl.StartupDuration)
-	Expect(cl.InstallCRDs(ctx, append([]string{filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")}, lws.CRDPaths()...)...)).To(Succeed())
+	// The Gateway API's standard CRDs (the module's, as go.mod pins it), before the
+	// operator starts: it registers the gatewayAPI provider only where HTTPRoutes are
+	// served (app.Providers).
+	gatewayCRDs, err := gateway.CRDDir()
+	Expect(err).NotTo(HaveOccurred())
+	Expect(cl.InstallCRDs(ctx, append([]string{filepath.Join(cluster.RepoRoot(), "config", "crd", "bases"), gatewayCRDs}, lws.CRDPaths()...)...)).To(Succeed())
 	Expect(cluster.InstallMissingCRDs(ctx, cl.Config, filepath.Join(cluster.RepoRoot(), "config", "crd", "dynamo"))).To(Succeed())
 	k8s, err = client.New(cl.Config, client.Options{Scheme: app.NewScheme()})
 	Expect(err).NotTo(HaveOccurred())
@@ -74,8 +97,12 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(exporter.Close)
 	promSrv, err = prom.Start(ctx, prom.Options{Targets: []string{exporter.Addr}, Log: GinkgoWriter})
-	Expect(err).NotTo(HaveOccurred(), "bin/prometheus (make cluster-bins)")
+	Expect(err).NotTo(HaveOccurred(), "prometheus on PATH (make cluster-bins installs Debian's)")
 	DeferCleanup(promSrv.Close)
+	Expect(<-built).To(Succeed(), "building the manager binary the proxy pods' agent runs")
+	proxyRunner, err = proxypod.Run(ctx, proxypod.RunnerOptions{Config: cl.Config, Manager: manager, HAProxy: haproxy})
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(proxyRunner.Stop)
 	startOperator()
 })
 

@@ -355,10 +355,22 @@ func (w *Watcher) judge(upTo uint64) {
 		for _, v := range invariants.CheckPools(services, ws) {
 			w.fail(fmt.Sprintf("%s %s; live %s", v, at, describeLive(live)))
 		}
-		if v := statusAgrees(st, live); v != "" {
+		if v := statusAgrees(st, workersOnly(spec, live)); v != "" {
 			w.fail(fmt.Sprintf("status %s %s", v, at))
 		}
 	}
+}
+
+// workersOnly are the workloads of live that are no frontend's: a cohort's frontend
+// workload carries a worker hash too (test/observe judges cohorts).
+func workersOnly(spec *v1alpha1.DynamoGraphDeployment, live []liveWorkload) []liveWorkload {
+	var out []liveWorkload
+	for _, l := range live {
+		if svc := spec.Spec.Services[l.Service]; svc == nil || svc.ComponentType != v1alpha1.ComponentTypeFrontend {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // statusAgrees compares the worker workloads a status reports (revision > 0) with the
@@ -367,6 +379,9 @@ func (w *Watcher) judge(upTo uint64) {
 func statusAgrees(d *v1alpha1.DynamoGraphDeployment, live []liveWorkload) string {
 	reported := map[string]int32{}
 	for _, svc := range d.Status.Services {
+		if svc.ComponentType == v1alpha1.ComponentTypeFrontend {
+			continue
+		}
 		for _, wl := range svc.Workloads {
 			if wl.Revision > 0 {
 				reported[wl.Name] += wl.Replicas
@@ -427,4 +442,38 @@ func (w *Watcher) Changes(from, to uint64) (spec, ready []string) {
 		return nil, nil
 	}
 	return w.h.changes(from, to, d.UID)
+}
+
+// Target is one recorded version of a revisioned workload (a worker's, or a cohort's
+// frontend): the replicas set on it at that resourceVersion, 0 once it is being
+// deleted or gone.
+type Target struct {
+	RV                  uint64
+	Kind, Name, Service string
+	Replicas            int32
+}
+
+// Targets lists, after Flush, every recorded version of the DGD's workloads of worker
+// hash, oldest first (Deployments and LeaderWorkerSets).
+func (w *Watcher) Targets(hash string) []Target {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []Target
+	for k, vs := range w.h.objs {
+		if k.kind != "Deployment" && k.kind != "LeaderWorkerSet" {
+			continue
+		}
+		for _, v := range vs {
+			if v.hash != hash {
+				continue
+			}
+			t := Target{RV: v.rv, Kind: k.kind, Name: k.name, Service: v.service, Replicas: v.replicas}
+			if v.gone || v.deleting {
+				t.Replicas = 0
+			}
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].RV < out[j].RV })
+	return out
 }

@@ -50,19 +50,19 @@ func TestNoAdminPort(t *testing.T) {
 	for what, want := range map[string]struct {
 		pid  int
 		addr string
-	}{"HAProxy": {p.haproxy.PID(), p.entry}, "the agent": {p.agent.PID(), strings.TrimPrefix(p.health, "http://")}} {
+	}{"HAProxy": {p.HAProxy().PID(), p.Entry}, "the agent": {p.Agent().PID(), strings.TrimPrefix(p.Health, "http://")}} {
 		_, port, _ := strings.Cut(want.addr, ":")
 		if got := listening(t, want.pid); !slices.Equal(got, []string{port}) {
 			t.Errorf("%s listens on TCP ports %v, want %s alone", what, got, port)
 		}
 	}
-	if fi, err := os.Stat(filepath.Join(p.dir, proxy.SocketFile)); err != nil {
+	if fi, err := os.Stat(filepath.Join(p.Dir, proxy.SocketFile)); err != nil {
 		t.Errorf("runtime API socket: %v", err)
 	} else if fi.Mode()&os.ModeSocket == 0 || fi.Mode().Perm() != 0o600 {
 		t.Errorf("runtime API socket of mode %v, want a socket of mode 0600", fi.Mode())
 	}
 	for _, m := range []string{http.MethodPost, http.MethodPut, http.MethodDelete} {
-		req, _ := http.NewRequest(m, p.health+"/readyz", strings.NewReader("x"))
+		req, _ := http.NewRequest(m, p.Health+"/readyz", strings.NewReader("x"))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -73,10 +73,10 @@ func TestNoAdminPort(t *testing.T) {
 		}
 	}
 	for _, path := range []string{"/", "/stats", "/haproxy?stats", "/runtime"} {
-		if code := p.probe(path); code != http.StatusNotFound {
+		if code := p.Probe(path); code != http.StatusNotFound {
 			t.Errorf("GET %s on the probe port: %d, want 404", path, code)
 		}
-		resp, err := http.Get("http://" + p.entry + path)
+		resp, err := http.Get("http://" + p.Entry + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,21 +137,21 @@ func TestHAProxyRestart(t *testing.T) {
 	g.inEffect(t, one)
 	p := g.pods[0]
 
-	p.haproxy.Stop(5 * time.Second)
+	p.HAProxy().Stop(5 * time.Second)
 	two := g.traffic([]traffic.Cohort{g.cohort(b, 100)}, nil)
 	g.write(t, two)
 	g.waitEffect(t, two, "the agent reporting HAProxy unreachable", 30*time.Second, func(e traffic.Effect) bool {
 		return strings.Contains(e.Message, "runtime API")
 	})
-	if code := p.probe("/readyz"); code != http.StatusServiceUnavailable {
+	if code := p.Probe("/readyz"); code != http.StatusServiceUnavailable {
 		t.Errorf("/readyz with HAProxy down: %d, want 503", code)
 	}
 	s, _, _ := proxy.SplitOf(two)
-	if cfg, err := os.ReadFile(proxy.ConfigPath(p.dir)); err != nil || !strings.Contains(string(cfg), "split "+s.Version()) {
+	if cfg, err := os.ReadFile(proxy.ConfigPath(p.Dir)); err != nil || !strings.Contains(string(cfg), "split "+s.Version()) {
 		t.Fatalf("haproxy.cfg does not hold split %s: %v\n%s", s.Version(), err, cfg)
 	}
 	p.startHAProxy(t)
-	answeredBy(t, p.entry, b.cohort, 20)
+	answeredBy(t, p.Entry, b.cohort, 20)
 	g.inEffect(t, two)
 	p.waitHTTP(t, "/readyz")
 }
@@ -178,12 +178,12 @@ func TestAPIServerErrors(t *testing.T) {
 	if rate := float64(n) / took.Seconds(); rate > 5 {
 		t.Errorf("%d requests refused in %s: a busy loop", n, took)
 	}
-	answeredBy(t, p.entry, a.cohort, 10)
+	answeredBy(t, p.Entry, a.cohort, 10)
 	g.api.fail(false)
 	up := time.Now()
 	g.waitEffect(t, two, "the split in effect once the API server is back", 90*time.Second, func(e traffic.Effect) bool { return e.InEffect })
 	t.Logf("in effect %s after the API server came back", time.Since(up).Round(time.Millisecond))
-	answeredBy(t, p.entry, b.cohort, 10)
+	answeredBy(t, p.Entry, b.cohort, 10)
 }
 
 // TestRoleAsTheAPIServerSees: the API server's authorizer grants the agent's

@@ -28,7 +28,7 @@ func BenchmarkProxy(b *testing.B) {
 	tr := g.traffic([]traffic.Cohort{g.cohort(f, 100)}, nil)
 	g.startPods(b, tr, 1)
 	g.inEffect(b, tr)
-	direct, proxied := f.addr.String(), g.pods[0].entry
+	direct, proxied := f.addr.String(), g.pods[0].Entry
 
 	b.Run("latency", func(b *testing.B) {
 		dc, pc := newClient(), newClient()
@@ -106,7 +106,7 @@ func BenchmarkWeightChange(b *testing.B) {
 			defer wg.Done()
 			client := newClient()
 			for ctx.Err() == nil {
-				r := send(ctx, client, g.pods[0].entry, plain(), nil)
+				r := send(ctx, client, g.pods[0].Entry, plain(), nil)
 				if r.err == nil && r.cohort == target.Load() && r.start.UnixNano() >= since.Load() {
 					first.CompareAndSwap(0, r.end.UnixNano())
 				}

@@ -131,7 +131,7 @@ func (g *graph) startPods(tb testing.TB, t traffic.Traffic, n int) {
 func (g *graph) entries() []string {
 	var out []string
 	for _, p := range g.pods {
-		out = append(out, p.entry)
+		out = append(out, p.Entry)
 	}
 	return out
 }
@@ -170,7 +170,7 @@ func (g *graph) effect(t traffic.Traffic) (traffic.Effect, <-chan struct{}) {
 		o.Objects[traffic.Key("ConfigMap", proxy.StatusName(t))] = cm
 	}
 	for _, p := range g.pods {
-		o.Pods = append(o.Pods, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: p.name, Namespace: g.ns}})
+		o.Pods = append(o.Pods, metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: g.ns}})
 	}
 	return proxy.Provider{}.Effect(t, o), changed
 }

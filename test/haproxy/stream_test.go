@@ -22,7 +22,7 @@ func TestStreamPassesThrough(t *testing.T) {
 	g.startPods(t, tr, 1)
 	g.inEffect(t, tr)
 
-	for _, via := range []struct{ name, addr string }{{"direct", f.addr.String()}, {"proxy", g.pods[0].entry}} {
+	for _, via := range []struct{ name, addr string }{{"direct", f.addr.String()}, {"proxy", g.pods[0].Entry}} {
 		r := send(context.Background(), newClient(), via.addr, chatRequest{Model: "m", Stream: true, DurationMS: 5000,
 			Messages: []chatMessage{{Role: "user", Content: "hi"}}}, nil)
 		if r.err != nil {

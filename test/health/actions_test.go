@@ -6,7 +6,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// The patch README tells Argo CD users to apply carries exactly config/argocd/actions,
+// The patch docs/argocd.md tells Argo CD users to apply carries exactly config/argocd/actions,
 // in Argo CD's resource.customizations.actions.<group_kind> format (discovery.lua, then
 // definitions of name and action.lua).
 func TestPatchCarriesTheActions(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/dgd-rollout/operator/test/cluster"
 )
 
-// The patch README tells Argo CD users to apply carries exactly config/argocd/health.lua.
+// The patch docs/argocd.md tells Argo CD users to apply carries exactly config/argocd/health.lua.
 func TestPatchCarriesTheScript(t *testing.T) {
 	script, err := os.ReadFile(ScriptPath())
 	if err != nil {

@@ -158,7 +158,8 @@ func ptr[T any](v T) *T { return &v }
 //   - every ":port" bind address becomes a free 127.0.0.1 port (other tests run beside
 //     this one), recorded by container port so probes can be resolved;
 //   - every volume mount is a new temporary directory, substituted in the args;
-//   - env entries are resolved as the kubelet does (value, or fieldRef metadata.namespace);
+//   - env entries are resolved as the kubelet does (value, or fieldRef metadata.namespace
+//     and metadata.name: the Pod object startPod makes, podName);
 //   - the API server is reached with the pod's ServiceAccount token (kubeconfig).
 type container struct {
 	spec    corev1.Container
@@ -169,6 +170,10 @@ type container struct {
 	proc    *cluster.Child
 	logFile *os.File
 }
+
+// podName is the name of the Pod object startPod makes for the manager it runs (the
+// operator reads its own pod for its image: cmd/manager/app ownImage).
+const podName = "dgd-rollout-manager-under-test"
 
 var bindFlags = []string{"--metrics-bind-address=", "--health-probe-bind-address=", "--webhook-bind-address=", "--pprof-bind-address="}
 
@@ -185,6 +190,8 @@ func prepare(t *testing.T, c corev1.Container, ns, kubeconfig string, extra ...s
 			vars[ev.Name] = ev.Value
 		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.namespace":
 			vars[ev.Name] = ns
+		case ev.ValueFrom.FieldRef != nil && ev.ValueFrom.FieldRef.FieldPath == "metadata.name":
+			vars[ev.Name] = podName
 		default:
 			t.Fatalf("env %s: the test resolves no %+v", ev.Name, ev.ValueFrom)
 		}

@@ -75,6 +75,13 @@ func (e *env) startPod(t *testing.T, pod corev1.PodSpec, ns string, extra ...str
 	if len(pod.Containers) != 1 {
 		t.Fatalf("%d containers, want the manager", len(pod.Containers))
 	}
+	// The Pod object a kubelet would run (never scheduled here): what the operator
+	// reads of itself, by the downward API's POD_NAME.
+	obj := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: podName}, Spec: *pod.DeepCopy()}
+	if err := e.k8s.Create(context.Background(), obj); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatalf("the manager's Pod object: %v", err)
+	}
+	t.Cleanup(func() { _ = e.k8s.Delete(context.Background(), obj) })
 	m := prepare(t, pod.Containers[0], ns, kc, extra...)
 	e.start(t, m)
 	m.waitReady(t)
@@ -501,7 +508,7 @@ func checkMetrics(t *testing.T, op *container) {
 	if err != nil {
 		t.Fatalf("Prometheus with the chart's rules: %v", err)
 	}
-	defer srv.Stop()
+	defer func() { _ = srv.Close() }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		health, err := ruleHealth(srv.URL)

@@ -8,9 +8,8 @@
 //     the slices it would make from the Services) and those objects, what every
 //     frontend discovers (dynamoview): no Dynamo namespace ever holds workers of two
 //     revisions (a prefill would discover a decode of another generation), and once a
-//     frontend has discovered a ready generation the frontends never have none (no
-//     zero-routable gap, Dynamo issue 13622; cohorts' frontends, each discovering its
-//     own revision, are judged together), except under strategy Recreate, which stops the old
+//     frontend has discovered a ready generation it never has none (no zero-routable
+//     gap, Dynamo issue 13622), except under strategy Recreate, which stops the old
 //     revision before the new one starts. A gap is a violation unless discovery lag is
 //     proven at every state of it: every worker pod the frontend routed to at the last
 //     ready state still runs (not terminating), and every Service and EndpointSlice
@@ -22,13 +21,23 @@
 //     without the pod, a pod drained;
 //   - gang formation: for every complete LeaderWorkerSet group and Grove scaling group
 //     replica, its members, their env expanded as the kubelet would, agree on the gang's
-//     size and leader, which is the gang's own leader pod, with ranks 0..N-1 (gangs).
+//     size and leader, which is the gang's own leader pod, with ranks 0..N-1 (gangs);
+//   - cohorts (cohorts.go), while a DGD has cohort frontends: no frontend pod can
+//     discover a worker of another revision; every cohort the traffic provider's own
+//     objects send traffic to (the proxy's desired split and its agents' reports, the
+//     HTTPRoute its parents accepted) has a ready frontend and a routable pool; the
+//     stable entry Service keeps a ready endpoint once it had one.
+//
+// With cohorts, the frontend of the gap check above is every live frontend pod: a gap
+// is a state in which none of them discovers a ready generation.
 package observe
 
 import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,14 +46,18 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/cmd/manager/app"
@@ -100,6 +113,11 @@ type Stats struct {
 	// LagGapCauses says, for up to the first five gaps, what the frontend missed at
 	// their first state (the generations and why each worker pod was not visible).
 	LagGapCauses []string
+	// CohortStates counts the states checked while a DGD had (or had had) cohorts;
+	// TrafficStates, per entry Service, those in which the provider's objects sent
+	// traffic to a cohort, SplitStates those in which they sent it to two or more;
+	// Receivers is the most cohorts one entry sent to at once.
+	CohortStates, TrafficStates, SplitStates, Receivers int
 }
 
 // Observer checks a namespace at every event until stopped.
@@ -125,6 +143,14 @@ type Observer struct {
 	gangs map[string]bool
 	stats Stats
 	ready map[string]bool
+	// routes: the API server serves HTTPRoutes (the Gateway API CRDs are installed).
+	routes bool
+	// accepted is, per HTTPRoute, the spec of the newest generation its parents all
+	// accepted; cohortsSeen the DGDs that have had cohort frontends, entryArmed the
+	// entry Services that have had a ready endpoint since (cohorts.go).
+	accepted    map[string]*gatewayv1.HTTPRouteSpec
+	cohortsSeen map[string]bool
+	entryArmed  map[string]bool
 }
 
 // route is how the frontend reached one worker pod at the last ready state.
@@ -158,7 +184,8 @@ func Start(ctx context.Context, opts Options) (*Observer, error) {
 		return nil, err
 	}
 	o := &Observer{opts: opts, cache: c, writer: writer, kick: make(chan struct{}, 1), done: make(chan struct{}),
-		seen: map[string]bool{}, gangs: map[string]bool{}, ready: map[string]bool{}}
+		seen: map[string]bool{}, gangs: map[string]bool{}, ready: map[string]bool{},
+		accepted: map[string]*gatewayv1.HTTPRouteSpec{}, cohortsSeen: map[string]bool{}, entryArmed: map[string]bool{}}
 	if o.reader, err = client.New(opts.Config, client.Options{Scheme: app.NewScheme()}); err != nil {
 		return nil, err
 	}
@@ -166,9 +193,17 @@ func Start(ctx context.Context, opts Options) (*Observer, error) {
 	dwm.SetGroupVersionKind(dynamoview.DWMGVK)
 	// Services are read in both modes: a gap is lag only while the Services the frontend
 	// routed through still exist.
-	kinds := []client.Object{&corev1.Pod{}, dwm, &v1alpha1.DynamoGraphDeployment{}, &corev1.Service{}}
+	// ConfigMaps and HTTPRoutes are the traffic providers' objects (cohorts.go); the
+	// latter only where the Gateway API CRDs are installed.
+	kinds := []client.Object{&corev1.Pod{}, dwm, &v1alpha1.DynamoGraphDeployment{}, &corev1.Service{}, &corev1.ConfigMap{}}
 	if !opts.SyntheticSlices {
 		kinds = append(kinds, &discoveryv1.EndpointSlice{})
+	}
+	if o.routes, err = served(opts.Config, gatewayv1.SchemeGroupVersion.WithKind("HTTPRoute")); err != nil {
+		return nil, err
+	}
+	if o.routes {
+		kinds = append(kinds, &gatewayv1.HTTPRoute{})
 	}
 	run := func() { o.check(); o.poke() }
 	h := toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { run() }, UpdateFunc: func(any, any) { run() }, DeleteFunc: func(any) { run() }}
@@ -266,7 +301,7 @@ func (o *Observer) Frontend(ctx context.Context) (dynamoview.FrontendView, error
 	if err != nil {
 		return dynamoview.FrontendView{}, err
 	}
-	fes := dynamoview.Frontends(pods)
+	fes := liveFrontends(pods)
 	if len(fes) == 0 {
 		return dynamoview.FrontendView{}, fmt.Errorf("no frontend pod in %s", o.opts.Namespace)
 	}
@@ -321,17 +356,69 @@ func (o *Observer) check() {
 		o.fail("isolation: " + v)
 	}
 	o.checkFrontends(view, pods, slices, svcs, o.gapAllowed(ctx))
+	o.checkGangs(pods)
+	o.checkServices(ctx, pods)         // services.go
+	o.checkRoutable(ctx, pods, slices) // services.go
+	if st, err := o.cohortState(ctx, pods, slices, svcs); err == nil {
+		o.checkCohorts(ctx, st, view) // cohorts.go
+	}
 	if o.opts.Check != nil {
 		for _, v := range o.opts.Check(State{Pods: pods, Slices: slices, Services: svcs, View: view}) {
 			o.fail(v)
 		}
 	}
-	o.checkGangs(pods)
-	o.checkServices(ctx, pods)         // services.go
-	o.checkRoutable(ctx, pods, slices) // services.go
 	o.mu.Lock()
 	o.stats.States++
 	o.mu.Unlock()
+}
+
+// cohortState is the cached state the cohort checks read.
+func (o *Observer) cohortState(ctx context.Context, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, svcs []corev1.Service) (CohortState, error) {
+	st := CohortState{Pods: pods, Slices: slices, Services: svcs}
+	ns := client.InNamespace(o.opts.Namespace)
+	var dgds v1alpha1.DynamoGraphDeploymentList
+	var cms corev1.ConfigMapList
+	if err := o.cache.List(ctx, &dgds, ns); err != nil {
+		return st, err
+	}
+	if err := o.cache.List(ctx, &cms, ns); err != nil {
+		return st, err
+	}
+	for _, d := range dgds.Items {
+		if o.opts.DGD == "" || d.Name == o.opts.DGD {
+			st.DGDs = append(st.DGDs, d)
+		}
+	}
+	st.ConfigMaps = cms.Items
+	if o.routes {
+		var rs gatewayv1.HTTPRouteList
+		if err := o.cache.List(ctx, &rs, ns); err != nil {
+			return st, err
+		}
+		st.Routes = rs.Items
+	}
+	return st, nil
+}
+
+// served reports whether the API server of cfg serves gvk.
+func served(cfg *rest.Config, gvk schema.GroupVersionKind) (bool, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return false, err
+	}
+	list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+	switch {
+	case apierrors.IsNotFound(err):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	for _, r := range list.APIResources {
+		if r.Kind == gvk.Kind {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // gapAllowed reports whether the observed DGD (any, when none is named) may leave the
@@ -357,17 +444,13 @@ func (o *Observer) gapAllowed(ctx context.Context) bool {
 
 // checkFrontends: once a frontend has discovered a ready generation, it always has one,
 // or the gap is proven to be discovery lag at every one of its states (see the package
-// doc). The frontends are judged together: a shared frontend's pods all discover alike,
-// and the cohorts' frontends (spec.rollout.frontends) each discover their own revision
-// only, so the graph routes while any frontend not being deleted discovers a ready
-// generation (all of them, when every one is being deleted).
+// doc).
 func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slices []discoveryv1.EndpointSlice, svcs []corev1.Service, gapAllowed bool) {
-	fes := servingFrontends(pods)
+	fes := liveFrontends(pods)
 	if len(fes) == 0 {
 		return
 	}
-	fv := view.FrontendFor(fes[0])
-	ready := readyGenerations(view, fes)
+	fv, ready := readyAnywhere(view, fes)
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	for _, g := range ready {
@@ -404,36 +487,48 @@ func (o *Observer) checkFrontends(view dynamoview.View, pods []corev1.Pod, slice
 	}
 }
 
-// servingFrontends are the frontend runtimes of pods not being deleted, or of every
-// pod when all of them are.
-func servingFrontends(pods []corev1.Pod) []dynamoview.Runtime {
-	var live []corev1.Pod
+// liveFrontends are the frontend runtimes of pods not being deleted, or every one when
+// all are (a frontend updated in place, or a cohort's, terminates while others start).
+func liveFrontends(pods []corev1.Pod) []dynamoview.Runtime {
+	all := dynamoview.Frontends(pods)
+	deleting := map[string]bool{}
 	for i := range pods {
-		if pods[i].DeletionTimestamp == nil {
-			live = append(live, pods[i])
+		deleting[pods[i].Name] = !pods[i].DeletionTimestamp.IsZero()
+	}
+	var live []dynamoview.Runtime
+	for _, rt := range all {
+		if !deleting[rt.PodName] {
+			live = append(live, rt)
 		}
 	}
-	if fes := dynamoview.Frontends(live); len(fes) > 0 {
-		return fes
+	if len(live) == 0 {
+		return all
 	}
-	return dynamoview.Frontends(pods)
+	return live
 }
 
-// readyGenerations are the ready generations any of the frontends discovers, by
-// namespace.
-func readyGenerations(view dynamoview.View, fes []dynamoview.Runtime) []dynamoview.Generation {
+// readyAnywhere is what the frontends discover: the view of the first, and the ready
+// generations any of them discovers (a shared frontend's pods all discover the same;
+// each cohort's frontend discovers its own revision's alone), sorted.
+func readyAnywhere(view dynamoview.View, fes []dynamoview.Runtime) (dynamoview.FrontendView, []dynamoview.Generation) {
+	first := view.FrontendFor(fes[0])
 	seen := map[string]bool{}
-	var out []dynamoview.Generation
-	for _, fe := range fes {
-		for _, g := range view.FrontendFor(fe).ReadyGenerations() {
-			if !seen[g.Namespace] {
-				seen[g.Namespace] = true
-				out = append(out, g)
-			}
+	byNS := map[string]dynamoview.Generation{}
+	for _, rt := range fes {
+		key := fmt.Sprintf("%s|%s|%v", rt.Namespace, rt.Prefix, rt.Strict)
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		for _, g := range view.FrontendFor(rt).ReadyGenerations() {
+			byNS[g.Namespace] = g
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Namespace < out[j].Namespace })
-	return out
+	var ready []dynamoview.Generation
+	for _, ns := range slices.Sorted(maps.Keys(byNS)) {
+		ready = append(ready, byNS[ns])
+	}
+	return first, ready
 }
 
 // closeGap ends the gap under way: one proven at every state is counted as lag.

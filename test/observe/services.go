@@ -31,9 +31,6 @@ import (
 //     with a worker hash) carries both discovery labels and port system 9090, and
 //     selects exactly the pods that run the revision's Dynamo runtime: every pod of a
 //     single-node service, the leaders of gangs;
-//   - cohort: every cohort frontend's Service of the operator (a frontend's, labelled
-//     with a worker hash: backends.CohortServiceName) has port http 8000 and selects
-//     every frontend pod of its revision and no other pod;
 //   - routable: while the DGD reports Ready, every worker service and revision that has
 //     live pods has one whose runtime is a ready endpoint in a discovery EndpointSlice
 //     (both labels) in a namespace the frontend's strict prefix filter accepts: the
@@ -53,9 +50,6 @@ func (o *Observer) checkServices(ctx context.Context, pods []corev1.Pod) {
 	}
 	for _, v := range DiscoveryServiceViolations(svcs.Items, pods) {
 		o.fail("discovery Service: " + v)
-	}
-	for _, v := range CohortServiceViolations(svcs.Items, pods) {
-		o.fail("cohort Service: " + v)
 	}
 }
 
@@ -100,55 +94,15 @@ func SubdomainViolations(svcs []corev1.Service, pods []corev1.Pod) []string {
 	return out
 }
 
-// cohortService reports whether svc is a cohort frontend's Service of the operator
-// (its revision's hash and the frontend's component type), and its hash.
-func cohortService(svc *corev1.Service) (string, bool) {
-	hash := svc.Labels[v1alpha1.LabelWorkerHash]
-	return hash, hash != "" && svc.Labels[v1alpha1.LabelComponentType] == v1alpha1.ComponentTypeFrontend &&
-		svc.Labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue && svc.DeletionTimestamp.IsZero()
-}
-
-// CohortServiceViolations checks every cohort frontend's Service.
-func CohortServiceViolations(svcs []corev1.Service, pods []corev1.Pod) []string {
-	var out []string
-	for i := range svcs {
-		svc := &svcs[i]
-		hash, ok := cohortService(svc)
-		if !ok {
-			continue
-		}
-		var why []string
-		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != render.PortHTTP || svc.Spec.Ports[0].Name != render.PortNameHTTP {
-			why = append(why, fmt.Sprintf("ports %v, want http 8000", svc.Spec.Ports))
-		}
-		sel := labels.SelectorFromSet(svc.Spec.Selector)
-		for j := range pods {
-			p := &pods[j]
-			selected := len(svc.Spec.Selector) > 0 && sel.Matches(labels.Set(p.Labels))
-			rt, isRuntime := dynamoview.RuntimeOf(p)
-			mine := isRuntime && rt.Frontend && p.Labels[v1alpha1.LabelWorkerHash] == hash && p.Labels[v1alpha1.LabelService] == svc.Labels[v1alpha1.LabelService]
-			switch {
-			case mine && !selected:
-				why = append(why, "does not select "+p.Name+", a frontend of its cohort")
-			case !mine && selected:
-				why = append(why, "selects "+p.Name+", no frontend of its cohort")
-			}
-		}
-		if len(why) > 0 {
-			out = append(out, fmt.Sprintf("%s (service %s, revision %s): %s", svc.Name, svc.Labels[v1alpha1.LabelService], hash, strings.Join(why, "; ")))
-		}
-	}
-	return out
-}
-
 // DiscoveryServiceViolations checks every worker revision's discovery Service.
 func DiscoveryServiceViolations(svcs []corev1.Service, pods []corev1.Pod) []string {
 	var out []string
 	for i := range svcs {
 		svc := &svcs[i]
 		hash := svc.Labels[v1alpha1.LabelWorkerHash]
-		if _, cohort := cohortService(svc); hash == "" || cohort || svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !svc.DeletionTimestamp.IsZero() {
-			continue // a cohort's frontend Service is no discovery Service (CohortServiceViolations)
+		if hash == "" || svc.Labels[v1alpha1.LabelManagedBy] != v1alpha1.ManagedByValue || !svc.DeletionTimestamp.IsZero() ||
+			svc.Labels[v1alpha1.LabelComponentType] == v1alpha1.ComponentTypeFrontend {
+			continue // a stable service's, or a cohort frontend's Service (port http 8000)
 		}
 		var why []string
 		if !render.DiscoveryLabelled(svc.Labels) {

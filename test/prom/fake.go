@@ -21,9 +21,9 @@ type Answer struct {
 
 // Fake is Prometheus's HTTP API for instant queries, answering from a function of the
 // query instead of a TSDB: for the tests of what queries Prometheus (the kubectl
-// plugin's analysis run), where a real server (Start) would need bin/prometheus and
-// scraped series. It answers as prometheus/prometheus v0.316.0's web/api/v1/api.go
-// does: /api/v1/query by GET or POST (routes "/query"), a success is
+// plugin's analysis run), where a real server (Start) would need a prometheus binary
+// and scraped series. It answers as web/api/v1/api.go of Prometheus 2.42 and 3.16
+// (prometheus/prometheus v0.316.0) both do: /api/v1/query by GET or POST (routes "/query"), a success is
 // {"status":"success","data":{"resultType":"vector","result":[{"metric":{},"value":
 // [<time>,"<value>"]}]}} evaluated at the request's time parameter (now without one),
 // and an error is respondError's body with errorType bad_data and HTTP 400

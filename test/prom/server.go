@@ -1,5 +1,6 @@
 // Package prom runs what the tests of analysis steps query: a real Prometheus server
-// (bin/prometheus, built from its pinned Go module by make cluster-bins) on 127.0.0.1,
+// (the prometheus on PATH: Debian's package, 2.42, which make test installs when it is
+// missing; any 2.42 or later does) on 127.0.0.1,
 // scraping an Exporter that serves, for every Ready Dynamo worker pod of the cluster,
 // the metrics its runtime would serve (Dynamo's names and labels), with values the
 // test chooses per image.
@@ -7,11 +8,13 @@ package prom
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +26,7 @@ import (
 
 // Options configure a Server.
 type Options struct {
-	// Bin is the prometheus binary (default: bin/prometheus of the repository).
+	// Bin is the prometheus binary (default: "prometheus", found on PATH).
 	Bin string
 	// Targets are host:port addresses scraped at /metrics.
 	Targets []string
@@ -46,15 +49,12 @@ type Server struct {
 	proc *cluster.Child
 }
 
-// Binary is the repository's bin/prometheus.
-func Binary() string { return filepath.Join(cluster.RepoRoot(), "bin", "prometheus") }
-
 // Start writes a configuration scraping opts.Targets and starts Prometheus on a free
 // port of 127.0.0.1, with its data in a new temporary directory; it returns once the
 // server is ready.
 func Start(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Bin == "" {
-		opts.Bin = Binary()
+		opts.Bin = "prometheus"
 	}
 	if opts.ScrapeInterval == 0 {
 		opts.ScrapeInterval = time.Second
@@ -122,7 +122,7 @@ func (s *Server) Restart(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = s.opts.Log, s.opts.Log
 	proc, err := cluster.StartChild(cmd)
 	if err != nil {
-		return fmt.Errorf("starting %s (run make cluster-bins): %w", s.opts.Bin, err)
+		return fmt.Errorf("starting %s (make cluster-bins installs Debian's prometheus): %w", s.opts.Bin, err)
 	}
 	s.proc = proc
 	return s.waitReady(ctx)
@@ -149,6 +149,35 @@ func (s *Server) waitReady(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// Check runs q as an instant query: nil when the server parses and evaluates it, else
+// its error (a query that does not parse, or of the wrong type, is bad_data). Every
+// Prometheus since 2.0 serves /api/v1/query; /api/v1/parse_query, which returns the
+// syntax tree, is 3.x only.
+func (s *Server) Check(ctx context.Context, q string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/api/v1/query",
+		strings.NewReader(url.Values{"query": {q}}.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return fmt.Errorf("%s answered %s, not Prometheus' JSON: %w", s.URL, resp.Status, err)
+	}
+	if body.Status != "success" {
+		return errors.New(body.Error)
+	}
+	return nil
 }
 
 // Stop stops the server (SIGTERM, SIGKILL after 5 s) and waits until it has exited:

@@ -9,13 +9,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
-	"github.com/dgd-rollout/operator/backends"
 	"github.com/dgd-rollout/operator/backends/grove"
 	"github.com/dgd-rollout/operator/render"
 	"github.com/dgd-rollout/operator/test/dynamoview"
@@ -31,72 +29,28 @@ const (
 	gatewayController = "example.com/test-gateway"
 )
 
-// cohortRules judges, at every state the namespace's observer sees, what cohorts
-// promise (docs/how-it-works.md "Cohorts and traffic"), from the live objects:
-//   - no frontend pod discovers a worker of another revision: a cohort's frontend (its
-//     pod carries a worker hash) has an Exact filter on its revision's Dynamo namespace
-//     and discovers nothing else (dynamoview FrontendFor), and a shared frontend never
-//     discovers two revisions (the prelude retires it before another one starts);
-//   - every revision whose workers are ready (a ready generation, its worker pods live)
-//     has a ready frontend pod, not being deleted, that discovers it ready;
-//   - the entry Service `{dgd}-{frontend}` has a ready endpoint at every state once it
-//     had one.
+// cohortRules judges, at every state the namespace's observer sees, from the live
+// objects, the one cohort rule test/observe's own cohort checks (discovery: each
+// frontend pod's filter and what it discovers; traffic; the entry Service's ready
+// endpoint, which run in every namespace) leave out: every revision whose workers are
+// ready (a ready generation, its worker pods live) has a ready frontend pod, not being
+// deleted, that discovers it ready, whether it takes traffic or not.
 type cohortRules struct {
-	dgd   *v1alpha1.DynamoGraphDeployment // namespace and name
-	entry string
-	mu    sync.Mutex
-	// entryReady: the entry Service had a ready endpoint at some state.
-	entryReady bool
-	// cohortFronts counts the states with a cohort frontend pod; revisionsRouted the
-	// Dynamo namespaces found ready with a ready frontend.
-	cohortFronts    int
+	dgd *v1alpha1.DynamoGraphDeployment // namespace and name
+	mu  sync.Mutex
+	// revisionsRouted are the Dynamo namespaces found ready with a ready frontend.
 	revisionsRouted map[string]bool
 }
 
 func newCohortRules(ns, name string) *cohortRules {
-	return &cohortRules{dgd: &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}},
-		entry: render.ServiceName(name, "Frontend", "", backends.WorkloadName), revisionsRouted: map[string]bool{}}
+	return &cohortRules{dgd: &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}, revisionsRouted: map[string]bool{}}
 }
 
 // check is observe.Options.Check.
 func (r *cohortRules) check(s observe.State) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := r.isolated(s)
-	out = append(out, r.fronted(s)...)
-	return append(out, r.entryServes(s)...)
-}
-
-// isolated: what every frontend pod discovers is its revision's, or one revision.
-func (r *cohortRules) isolated(s observe.State) []string {
-	var out []string
-	for i := range s.Pods {
-		p := &s.Pods[i]
-		rt, ok := dynamoview.RuntimeOf(p)
-		if !ok || !rt.Frontend {
-			continue
-		}
-		fv := s.View.FrontendFor(rt)
-		var seen []string
-		for _, g := range fv.Generations {
-			seen = append(seen, g.Namespace)
-		}
-		if hash := p.Labels[v1alpha1.LabelWorkerHash]; hash != "" {
-			r.cohortFronts++
-			want := render.EffectiveNamespace(r.dgd, true, hash)
-			if fv.Filter.Kind != dynamoview.FilterExact || fv.Filter.Value != want {
-				out = append(out, fmt.Sprintf("cohort frontend pod %s filters %s %q, want Exact %q", p.Name, fv.Filter.Kind, fv.Filter.Value, want))
-			}
-			for _, ns := range seen {
-				if ns != want {
-					out = append(out, fmt.Sprintf("cohort frontend pod %s of revision %s discovers workers of %s", p.Name, hash, ns))
-				}
-			}
-		} else if len(seen) > 1 {
-			out = append(out, fmt.Sprintf("shared frontend pod %s discovers two revisions' workers: %v", p.Name, seen))
-		}
-	}
-	return out
+	return r.fronted(s)
 }
 
 // fronted: every revision whose workers are ready and live has a ready frontend that
@@ -141,34 +95,6 @@ func liveWorkers(v dynamoview.View, k8sNamespace, dynamoNamespace string) bool {
 	return false
 }
 
-// entryServes: the entry Service keeps a ready endpoint once it had one.
-func (r *cohortRules) entryServes(s observe.State) []string {
-	ready := readyIn(s.Slices, r.entry)
-	switch {
-	case ready > 0:
-		r.entryReady = true
-	case r.entryReady:
-		return []string{fmt.Sprintf("the entry Service %s has no ready endpoint (it had)", r.entry)}
-	}
-	return nil
-}
-
-// readyIn counts the ready endpoints of a Service in slices.
-func readyIn(slices []discoveryv1.EndpointSlice, service string) int {
-	n := 0
-	for _, sl := range slices {
-		if sl.Labels[discoveryv1.LabelServiceName] != service {
-			continue
-		}
-		for _, ep := range sl.Endpoints {
-			if ptr.Deref(ep.Conditions.Ready, false) {
-				n++
-			}
-		}
-	}
-	return n
-}
-
 func podReady(p *corev1.Pod) bool {
 	for _, c := range p.Status.Conditions {
 		if c.Type == corev1.PodReady {
@@ -178,15 +104,16 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-func (r *cohortRules) stats() (int, []string) {
+// routed lists the Dynamo namespaces found ready with a ready frontend.
+func (r *cohortRules) routed() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var routed []string
+	var out []string
 	for ns := range r.revisionsRouted {
-		routed = append(routed, ns)
+		out = append(out, ns)
 	}
-	sort.Strings(routed)
-	return r.cohortFronts, routed
+	sort.Strings(out)
+	return out
 }
 
 // frontendPCS tells a cohort frontend's PodCliqueSet: a worker hash and the frontend's
@@ -263,9 +190,11 @@ var _ = Describe("cohorts on Grove", func() {
 		Expect(c.Spec.PodSpec.Containers[0].Image).To(Equal("nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.6.1"))
 		Expect(last.Pool(fresh)).To(Equal(map[string]int32{"prefill": 2, "decode": 2, "Frontend": 2}))
 
-		By("every revision was routed through a frontend of its own")
-		states, routed := rules.stats()
-		Expect(states).To(BeNumerically(">", 0), "no state had a cohort frontend pod")
-		Expect(routed).To(ContainElements(render.EffectiveNamespace(&last.DGD, true, old), render.EffectiveNamespace(&last.DGD, true, fresh)))
+		By("every revision was fronted by a frontend of its own, and the observer judged the cohorts at every state")
+		Expect(rules.routed()).To(ContainElements(render.EffectiveNamespace(&last.DGD, true, old), render.EffectiveNamespace(&last.DGD, true, fresh)))
+		st := observers[ns].Stats()
+		Expect(st.CohortStates).To(BeNumerically(">", 0), "no state was judged with cohorts")
+		Expect(st.TrafficStates).To(BeNumerically(">", 0), "no state sent traffic to a cohort through the HTTPRoute")
+		Expect(st.SplitStates).To(BeNumerically(">", 0), "the traffic was never split between the two cohorts")
 	})
 })

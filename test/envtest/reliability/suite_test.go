@@ -111,9 +111,12 @@ var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.ErrorLevel)))
 	DeferCleanup(func() { Expect(env.Stop()).To(Succeed()) })
 
+	// The kinds this envtest serves (no Gateway API CRDs here), as cmd/manager does.
+	cacheOpts, err := app.CacheOptionsFor(env.Config)
+	Expect(err).NotTo(HaveOccurred())
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 app.NewScheme(),
-		Cache:                  app.CacheOptions(),
+		Cache:                  cacheOpts,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 	})

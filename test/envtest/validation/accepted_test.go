@@ -91,8 +91,8 @@ var _ = Describe("inputs admission accepts although they are wrong (reported, no
 		Entry("an extended resource requested without its limit (gpu in requests only)", func(u *unstructured.Unstructured) {
 			set(u, map[string]any{"gpu": "1"}, worker("resources", "requests")...)
 		}),
-		// README: the operator reports these as InvalidSpec (admission cannot check an
-		// annotation value).
+		// docs/api.md, Validation: the operator reports these as InvalidSpec (admission
+		// cannot check an annotation value).
 		Entry("a rolling-update annotation that is not an integer or percentage", func(u *unstructured.Unstructured) {
 			set(u, map[string]any{"nvidia.com/deployment-rolling-update-max-surge": "lots"}, worker("annotations")...)
 		}),
