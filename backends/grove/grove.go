@@ -1,10 +1,10 @@
 // Package grove is the Grove backend: one PodCliqueSet per worker revision (replicas 1)
-// holding that revision's worker services, and one PodCliqueSet per stable service and
-// template, named `{dgd}`, `{dgd}-1`, `{dgd}-2`... by the first free name (names.go);
-// what each holds is in its labels. A single-node
-// service is a standalone PodClique; a multinode service is a PodCliqueScalingGroup of
-// a leader clique (1 pod) and a worker clique (nodeCount-1 pods), so one PCSG replica
-// is one gang.
+// holding that revision's worker services, one per stable service and template, and
+// one per cohort frontend (a frontend at a worker revision) and template (cohort.go),
+// named `{dgd}`, `{dgd}-1`, `{dgd}-2`... by the first free name (names.go); what each
+// holds is in its labels. A single-node service is a standalone PodClique; a multinode
+// service is a PodCliqueScalingGroup of a leader clique (1 pod) and a worker clique
+// (nodeCount-1 pods), so one PCSG replica is one gang.
 //
 // Grove rejects adding or removing cliques on a live PodCliqueSet and does not push
 // template replica changes to existing PodCliques / PCSGs, so replicas are moved through
@@ -22,6 +22,7 @@
 // one (StableSideBySide); the controller deletes the old one once the new one is ready.
 // One PodCliqueSet per stable service also means adding or removing a planner never
 // changes the frontend's PodCliqueSet, whose composition Grove would reject changing.
+// A cohort's frontend is replaced the same way (Observe reports the old one Outdated).
 package grove
 
 import (
@@ -110,11 +111,12 @@ func (b *Backend) Name(dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) st
 	return objectName(pcs, placementOf(svc, key.Service))
 }
 
-// pcsName is the PodCliqueSet holding key under the current spec: the revision's, or
-// for a stable service the one of its current template; found by its labels, or the
-// name it will be created with.
+// pcsName is the PodCliqueSet holding key under the current spec: the revision's, for
+// a stable service the one of its current template, for a cohort's frontend the one of
+// its key and current template (cohortName); found by its labels, or the name it will
+// be created with.
 func (b *Backend) pcsName(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, key backends.Key) (string, error) {
-	if key.Hash != "" {
+	if key.Hash != "" && !isCohortKey(dgd, key) {
 		return b.nameFor(ctx, dgd, workerID(key.Hash), 0, b.workerRoom(dgd))
 	}
 	svc := dgd.Spec.Services[key.Service]
@@ -124,6 +126,10 @@ func (b *Backend) pcsName(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 	places, h, err := stableTemplate(dgd, backends.ServiceWorkload{Key: key, Spec: svc, Replicas: svc.DesiredReplicas()}, b.Config)
 	if err != nil {
 		return "", err
+	}
+	if key.Hash != "" {
+		name, _, err := b.cohortName(ctx, dgd, key, h, room(places))
+		return name, err
 	}
 	return b.nameFor(ctx, dgd, stableID(key.Service, h), 1, room(places))
 }
@@ -146,22 +152,56 @@ func objectName(pcs string, pl placement) string {
 }
 
 // Ensure implements backends.Backend. A worker revision's PodCliqueSet is created once,
-// whole. Each stable service gets the PodCliqueSet of its current template, created
-// beside any older one (never changed in place), and is scaled through its scale
-// subresource.
+// whole, with the pool's worker services; a cohort's frontend in the pool (a non-worker
+// service at the revision) gets a PodCliqueSet of its own per template (cohort.go),
+// made after the workers' (a pass that fails between the two finds the workers and
+// makes the frontend, decide's updateCohortFronts; the other way round the workers'
+// PodCliqueSet would never be made, as a pool is made whole or not at all). Each stable
+// service gets the PodCliqueSet of its current template, created beside any older one
+// (never changed in place), and is scaled through its scale subresource.
 func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
 	if pool.Hash != "" {
-		name, err := b.pcsName(ctx, dgd, backends.Key{Hash: pool.Hash})
-		if err != nil {
-			return err
-		}
-		want, err := render(dgd, pool, name, b.Config)
-		if err != nil {
-			return err
-		}
-		_, err = b.create(ctx, dgd, want, workerID(pool.Hash))
-		return err
+		return b.ensureRevision(ctx, dgd, pool)
 	}
+	return b.ensureStable(ctx, dgd, pool)
+}
+
+// ensureRevision makes the PodCliqueSet of a worker revision's workers and those of its
+// cohort frontends exist.
+func (b *Backend) ensureRevision(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
+	workers := backends.Pool{Hash: pool.Hash}
+	var fronts []backends.ServiceWorkload
+	for _, sw := range pool.Services {
+		if sw.Spec != nil && !sw.Spec.IsWorker() {
+			fronts = append(fronts, sw)
+		} else {
+			workers.Services = append(workers.Services, sw)
+		}
+	}
+	if len(workers.Services) > 0 {
+		name, err := b.nameFor(ctx, dgd, workerID(pool.Hash), 0, b.workerRoom(dgd))
+		if err != nil {
+			return err
+		}
+		want, err := render(dgd, workers, name, b.Config)
+		if err != nil {
+			return err
+		}
+		if _, err := b.create(ctx, dgd, want, workerID(pool.Hash), workerID(pool.Hash)); err != nil {
+			return err
+		}
+	}
+	for _, sw := range fronts {
+		if err := b.ensureCohort(ctx, dgd, sw); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureStable makes the PodCliqueSet of every stable service's current template exist
+// at the service's replicas.
+func (b *Backend) ensureStable(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pool backends.Pool) error {
 	for _, sw := range pool.Services {
 		name, err := b.pcsName(ctx, dgd, sw.Key)
 		if err != nil {
@@ -171,7 +211,8 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 		if err != nil {
 			return err
 		}
-		created, err := b.create(ctx, dgd, want, stableID(sw.Service, want.Labels[LabelStableHash]))
+		id := stableID(sw.Service, want.Labels[LabelStableHash])
+		created, err := b.create(ctx, dgd, want, id, id)
 		if err != nil || created {
 			return err
 		}
@@ -182,13 +223,14 @@ func (b *Backend) Ensure(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	return nil
 }
 
-// create creates want (holding id) unless a PodCliqueSet of its name exists, and
-// reports whether it did. The name was free when it was picked; one found taken since
-// (another DGD's, or ours holding something else) is given up, and the next pass picks
-// another. AlreadyExists counts as success (backends.Backend): the object is ours,
-// created by an earlier pass the cache does not show yet, or someone else's, which the
-// next pass sees in the cache and gives the name up for; the pick is kept until then.
-func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet, id string) (bool, error) {
+// create creates want (holding id, its name picked under pick) unless a PodCliqueSet
+// of its name exists, and reports whether it did. The name was free when it was picked;
+// one found taken since (another DGD's, or ours holding something else) is given up,
+// and the next pass picks another. AlreadyExists counts as success (backends.Backend):
+// the object is ours, created by an earlier pass the cache does not show yet, or
+// someone else's, which the next pass sees in the cache and gives the name up for; the
+// pick is kept until then.
+func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, want *grovev1.PodCliqueSet, id, pick string) (bool, error) {
 	if err := v1alpha1.SetController(want, dgd); err != nil {
 		return false, err
 	}
@@ -200,7 +242,7 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 			// Someone else's (not in the cache, which holds only ours): the name is
 			// given up, and taken() sees it from the API server when the next pass picks.
 			if err := backends.ExistingOnCreate(ctx, b.Reader, b.Client, want, dgd, Kind); err != nil {
-				b.picked.forget(dgd.UID, id)
+				b.picked.forget(dgd.UID, pick)
 				return false, fmt.Errorf("PodCliqueSet %s/%s was taken meanwhile (%w): the next pass picks another name", want.Namespace, want.Name, err)
 			}
 			return false, nil
@@ -211,7 +253,7 @@ func (b *Backend) create(ctx context.Context, dgd *v1alpha1.DynamoGraphDeploymen
 	case err != nil:
 		return false, fmt.Errorf("getting PodCliqueSet %s/%s: %w", want.Namespace, want.Name, err)
 	case !metav1.IsControlledBy(&have, dgd) || identity(dgd, &have) != id:
-		b.picked.forget(dgd.UID, id)
+		b.picked.forget(dgd.UID, pick)
 		return false, fmt.Errorf("PodCliqueSet %s/%s was taken meanwhile (not this revision's or template's): the next pass picks another name", have.Namespace, have.Name)
 	}
 	return false, nil
@@ -229,13 +271,16 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 	if err := backends.ListControlled(ctx, b.Client, &list, dgd); err != nil {
 		return nil, fmt.Errorf("listing PodCliqueSets of %s/%s: %w", dgd.Namespace, dgd.Name, err)
 	}
-	var out []backends.Workload
+	var sets []*grovev1.PodCliqueSet
 	for i := range list.Items {
-		pcs := &list.Items[i]
-		if !metav1.IsControlledBy(pcs, dgd) {
-			continue
+		if pcs := &list.Items[i]; metav1.IsControlledBy(pcs, dgd) {
+			sets = append(sets, pcs)
 		}
-		ws, err := b.observeSet(ctx, dgd, pcs)
+	}
+	replaced := b.outdatedCohorts(dgd, sets)
+	var out []backends.Workload
+	for _, pcs := range sets {
+		ws, err := b.observeSet(ctx, dgd, pcs, replaced[pcs.Name])
 		if err != nil {
 			return nil, err
 		}
@@ -244,13 +289,19 @@ func (b *Backend) Observe(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployme
 	return out, nil
 }
 
-func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) ([]backends.Workload, error) {
+// observeSet reads the workloads of one PodCliqueSet; replaced: a cohort frontend's
+// that a newer one of its key replaces (outdatedCohorts).
+func (b *Backend) observeSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet, replaced bool) ([]backends.Workload, error) {
 	hash := workerHash(pcs)
 	var outdated bool
 	var relabel map[string]string
 	if pcs.DeletionTimestamp.IsZero() {
 		want := pcsLabels(dgd, hash)
-		if hash == "" {
+		switch svc, cohort := cohortService(pcs); {
+		case cohort:
+			outdated = replaced
+			want = cohortLabels(dgd, backends.Key{Service: svc, Hash: hash}, cohortTemplate(pcs))
+		case hash == "":
 			outdated = b.stableOutdated(dgd, pcs)
 			if h := pcsStableHash(dgd, pcs); h != "" {
 				want[LabelStableHash] = h
@@ -346,7 +397,7 @@ func templateReplicas(pcs *grovev1.PodCliqueSet, pl placement) int32 {
 // the PodCliqueSet template in step for objects Grove recreates.
 func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload, replicas int32) error {
 	key := w.Key
-	name, err := b.pcsName(ctx, dgd, key)
+	name, err := b.scaledSet(ctx, dgd, w)
 	if err != nil {
 		return err
 	}
@@ -357,6 +408,9 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 	} else if err != nil {
 		return fmt.Errorf("getting PodCliqueSet %s: %w", pcsKey, err)
 	}
+	if !pcs.DeletionTimestamp.IsZero() {
+		return nil // going whole: its cliques are never scaled (to 0 Grove would warn AllScheduledReplicasLost)
+	}
 	pl, ok := placements(&pcs)[key.Service]
 	if !ok {
 		return fmt.Errorf("PodCliqueSet %s holds no service %s", pcsKey, key.Service)
@@ -365,6 +419,16 @@ func (b *Backend) Scale(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment
 		return err
 	}
 	return b.scaleTemplate(ctx, &pcs, pl, replicas)
+}
+
+// scaledSet is the PodCliqueSet Scale scales w in: for a cohort's frontend the one
+// Observe reported w in (its key may have two, the outdated one beside its
+// replacement), else the one holding w's key under the current spec.
+func (b *Backend) scaledSet(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment, w backends.Workload) (string, error) {
+	if w.Group != nil && w.Group.Name != "" && isCohortKey(dgd, w.Key) {
+		return w.Group.Name, nil
+	}
+	return b.pcsName(ctx, dgd, w.Key)
 }
 
 func (b *Backend) scaleObject(ctx context.Context, pcs *grovev1.PodCliqueSet, name string, pl placement, replicas int32) error {

@@ -18,11 +18,12 @@ import (
 )
 
 // PodCliqueSet names. A DGD's PodCliqueSets (one per worker revision, one per stable
-// service template) take the first free name of backends.PodCliqueSetName's sequence
+// service template, one per cohort frontend template) take the first free name of backends.PodCliqueSetName's sequence
 // `{dgd}`, `{dgd}-1`, `{dgd}-2`, ... (worker revisions from `{dgd}`, stable ones from
-// `{dgd}-1`, so that a graph's first workers live in `{dgd}` as on Dynamo's Grove path).
-// Which revision or template a PodCliqueSet holds is in its labels (the worker hash, or
-// the service and its stable hash), never in its name: a name is found again from the
+// `{dgd}-1`, so that a graph's first workers live in `{dgd}` as on Dynamo's Grove path;
+// cohort frontends from `{dgd}-1` too). Which revision or template a PodCliqueSet holds
+// is in its labels (the worker hash, the service and its stable hash, or for a cohort
+// frontend the three), never in its name: a name is found again from the
 // cluster, so a crash between creating a PodCliqueSet and writing the DGD's status
 // leaves nothing to remember, and the next pass finds the PodCliqueSet by its labels
 // instead of taking a second name.
@@ -94,7 +95,8 @@ func (p *picks) reserved(dgd types.UID, except string) map[string]bool {
 	return out
 }
 
-// workerID and stableID identify a PodCliqueSet by what it holds.
+// workerID and stableID identify a PodCliqueSet by what it holds (cohortID, a cohort
+// frontend's: cohort.go).
 func workerID(hash string) string            { return "worker/" + hash }
 func stableID(service, stable string) string { return "stable/" + service + "/" + stable }
 
@@ -132,10 +134,13 @@ func (b *Backend) find(ctx context.Context, dgd *v1alpha1.DynamoGraphDeployment,
 	return nil, nil
 }
 
-// identity is what a PodCliqueSet of dgd holds: a worker revision, or a stable
-// service's template.
+// identity is what a PodCliqueSet of dgd holds: a worker revision, a cohort
+// frontend's template at a revision (cohort.go), or a stable service's template.
 func identity(dgd *v1alpha1.DynamoGraphDeployment, pcs *grovev1.PodCliqueSet) string {
 	if h := workerHash(pcs); h != "" {
+		if svc, ok := cohortService(pcs); ok {
+			return cohortID(backends.Key{Service: svc, Hash: h}, cohortTemplate(pcs))
+		}
 		return workerID(h)
 	}
 	for service := range placements(pcs) {

@@ -71,14 +71,15 @@ func serviceCounts(v *view, h *history, res []Workload, name string, st *v1alpha
 	return ss
 }
 
-// updatedOf counts a workload's up-to-date replicas: all of a worker revision's (its
-// template never changes), the reported updated count of a stable one.
+// updatedOf counts a workload's up-to-date replicas: none of an outdated one (a stable
+// or cohort frontend template a new one replaces side by side), all of a worker
+// revision's (its template never changes), the reported updated count of a stable one.
 func updatedOf(w Workload) int32 {
 	switch {
-	case w.Hash != "":
-		return w.Replicas
 	case w.Outdated:
 		return 0
+	case w.Hash != "":
+		return w.Replicas
 	}
 	return min(w.Updated, w.Replicas)
 }

@@ -70,6 +70,17 @@ type world struct {
 	// them: the drain is then timed, drainSeconds).
 	inflightUnknown bool
 	ips             int
+	// fronts are the cohort frontends a Grove-like backend holds, each in a group of its
+	// own per template, by workload name (backends/grove cohort.go).
+	fronts map[string]cohortFront
+	made   int // cohort frontend groups made so far
+}
+
+// cohortFront is one cohort frontend's group on a Grove-like backend: the template it
+// runs (its frontend image) and when it was made.
+type cohortFront struct {
+	template string
+	made     int
 }
 
 func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
@@ -77,7 +88,7 @@ func newWorld(dgd *v1alpha1.DynamoGraphDeployment) *world {
 	return &world{dgd: dgd, workloads: map[string]*decide.Workload{}, now: t0,
 		objects:  decide.Objects{Named: map[string]client.Object{}},
 		backends: map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendDeployment: deployment},
-		names:    map[backends.Key]string{}, templates: tableTemplates()}
+		names:    map[backends.Key]string{}, templates: tableTemplates(), fronts: map[string]cohortFront{}}
 }
 
 // describe is the description of the backend of that kind.
@@ -115,6 +126,7 @@ func (w *world) workloadOf(kind string, key backends.Key, replicas int32) *decid
 }
 
 func (w *world) snapshot() *decide.Snapshot {
+	w.outdateFronts() // observed against the spec and status as they are now
 	s := &decide.Snapshot{
 		DGD: w.dgd.DeepCopy(), Now: w.now,
 		Backends:  w.backends,
@@ -149,6 +161,10 @@ func (w *world) apply(t *testing.T, d decide.Decision, ready bool) []string {
 			w.changeRevision(wr)
 		case decide.Ensure:
 			for _, sw := range wr.Pool.Services {
+				if w.describe(wr.Backend).HoldsPools && w.cohortKey(sw.Key) {
+					w.ensureFront(wr.Backend, sw)
+					continue
+				}
 				wl := w.workloadOf(wr.Backend, sw.Key, sw.Replicas)
 				if _, ok := w.workloads[wl.Name]; !ok {
 					w.workloads[wl.Name] = wl
@@ -290,6 +306,12 @@ func (w *world) decideFor(t *testing.T) (*decide.Snapshot, decide.Decision) {
 			w.names[n.Key] = cliqueName(w.dgd.Name, n.Key)
 		}
 		s.Names = maps.Clone(w.names)
+		for _, n := range d.Needs.Names {
+			if w.cohortKey(n.Key) { // named by what the cluster holds now: asked every pass
+				delete(w.names, n.Key)
+				s.Names[n.Key] = w.frontName(n.Key)
+			}
+		}
 	}
 	t.Fatalf("needs not met after 4 decisions")
 	return nil, decide.Decision{}
@@ -307,6 +329,105 @@ func groupName(dgd string, key backends.Key) string {
 
 func cliqueName(dgd string, key backends.Key) string {
 	return groupName(dgd, key) + "-0-" + strings.ToLower(key.Service)
+}
+
+// cohortClique names the clique of a cohort frontend's n-th template on a Grove-like
+// backend, in a PodCliqueSet {dgd}-{service}-{hash}[-n] of its own (backends/grove picks
+// the first free {dgd}-k: the world names them apart by what they hold instead).
+func cohortClique(dgd string, key backends.Key, n int) string {
+	group := dgd + "-" + strings.ToLower(key.Service) + "-" + key.Hash
+	if n > 1 {
+		group += fmt.Sprintf("-%d", n)
+	}
+	return group + "-0-" + strings.ToLower(key.Service)
+}
+
+// cohortKey reports whether key is a cohort's frontend: a non-worker service at a
+// worker revision.
+func (w *world) cohortKey(key backends.Key) bool {
+	svc := w.dgd.Spec.Services[key.Service]
+	return key.Hash != "" && svc != nil && !svc.IsWorker()
+}
+
+// frontTemplate is what tells a frontend's templates apart in the world: its image.
+func frontTemplate(spec *v1alpha1.DynamoComponentDeploymentSharedSpec) string {
+	if spec.ExtraPodSpec == nil || spec.ExtraPodSpec.MainContainer == nil {
+		return ""
+	}
+	return spec.ExtraPodSpec.MainContainer.Image
+}
+
+// ensureFront plays backends/grove's Ensure of a cohort frontend: nothing when a
+// group of its key runs its template (replicas move only by Scale), else a group of its
+// own beside the others, named as Names said (frontName).
+func (w *world) ensureFront(kind string, sw backends.ServiceWorkload) {
+	if w.runs(sw.Key, frontTemplate(sw.Spec)) != "" {
+		return
+	}
+	b := w.describe(kind)
+	name := w.nextFront(sw.Key)
+	wl := &decide.Workload{Backend: kind, Workload: backends.Workload{Key: sw.Key, Kind: "PodClique", Name: name, Replicas: sw.Replicas,
+		Group: &backends.ObjectRef{Kind: b.Kind, Name: strings.TrimSuffix(name, "-0-"+strings.ToLower(sw.Service))}}}
+	w.workloads[name] = wl
+	w.made++
+	w.fronts[name] = cohortFront{template: frontTemplate(sw.Spec), made: w.made}
+}
+
+// runs is the workload of key running template, or "".
+func (w *world) runs(key backends.Key, template string) string {
+	for name, wl := range w.workloads {
+		if f, ok := w.fronts[name]; ok && wl.Key == key && f.template == template {
+			return name
+		}
+	}
+	return ""
+}
+
+// nextFront is the name of a cohort frontend key's next group.
+func (w *world) nextFront(key backends.Key) string {
+	for n := 1; ; n++ {
+		if name := cohortClique(w.dgd.Name, key, n); w.workloads[name] == nil {
+			return name
+		}
+	}
+}
+
+// frontName is backends/grove's Name of a cohort frontend key: the group running the
+// spec's template, else the one Ensure makes for it.
+func (w *world) frontName(key backends.Key) string {
+	if name := w.runs(key, frontTemplate(w.dgd.Spec.Services[key.Service])); name != "" {
+		return name
+	}
+	return w.nextFront(key)
+}
+
+// outdateFronts plays backends/grove's Observe of cohort frontends: of a key's groups,
+// the one of the spec's template is current and the others are Outdated; when none
+// runs it, all of the update revision's are (its Ensure makes the spec's beside them),
+// and of an old cohort's the newest is current.
+func (w *world) outdateFronts() {
+	byKey := map[backends.Key][]string{}
+	for name := range w.fronts {
+		if wl := w.workloads[name]; wl != nil {
+			byKey[wl.Key] = append(byKey[wl.Key], name)
+		} else {
+			delete(w.fronts, name)
+		}
+	}
+	for key, names := range byKey {
+		current := w.runs(key, frontTemplate(w.dgd.Spec.Services[key.Service]))
+		if current == "" && key.Hash != w.dgd.Status.UpdateWorkerHash {
+			current = names[0]
+			for _, n := range names {
+				if w.fronts[n].made > w.fronts[current].made {
+					current = n
+				}
+			}
+		}
+		for _, n := range names {
+			w.workloads[n].Outdated = n != current
+		}
+	}
 }
 
 // answerHolders reads what holds each name, as the reconciler does past its cache:

@@ -22,6 +22,11 @@ type draft struct {
 	// takeOverHeld says why the take-over from Dynamo's operator waits (condition
 	// TakeOverHeld), "" when it does not.
 	takeOverHeld string
+	// made are the workloads updateCohortFronts creates (a cohort frontend's new
+	// template beside its old one, a frontend for workers that ran without one): what
+	// the pass leaves has them (result), as it has the prelude's and the plan's
+	// (moves.created).
+	made []Workload
 }
 
 func newDraft() *draft {

@@ -96,7 +96,9 @@ func (c course) followers(v *view, workloads []Workload) []planner.Follower {
 			MaxUnavailable: *toIntOrPercent(override(svc, v1alpha1.AnnotationMaxUnavailable, ro.MaxUnavailable)),
 			UnreadyFirst:   v.backendOf[name].RemovesUnreadyFirst}}
 		for _, w := range workloads {
-			if w.Service == name && w.Hash != "" {
+			// An outdated one (a side-by-side replacement runs beside it) is not the
+			// planner's: it keeps its replicas until it goes (view.targetOf).
+			if w.Service == name && w.Hash != "" && !w.Outdated {
 				f.Workloads = append(f.Workloads, planner.Workload{Service: name, Revision: c.h.number(w.Hash), Spec: w.Replicas,
 					Current: max(w.Current, w.Pods), Ready: min(w.Ready, w.Replicas)})
 			}

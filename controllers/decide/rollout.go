@@ -89,6 +89,13 @@ func holdPlan(in planner.Input, followers []planner.Follower, why string) planne
 // updateCohortFronts decides, in cohort form, the in-place update of the goal
 // revision's cohort frontends to the goal's frontend templates (a frontend-only
 // change): an Ensure that writes only when the template differs, replicas as they are.
+// A backend that HoldsPools keeps a cohort's frontend in an object of its own per
+// template (backends/grove cohort.go: Grove's RollingRecreate would delete the one pod
+// before its replacement), so its Ensure makes the new template's object beside the old
+// one, at the replicas the key has; the old one, then Outdated, goes once the new one is
+// ready (retireStable). There, a goal revision whose workers run without a frontend (its
+// pool's create failed between the workers' object and the frontend's, or a frontend
+// service added since: the pool is made whole or not at all, mayCreate) gets it.
 func updateCohortFronts(v *view, c course, d *draft) {
 	if !v.form.cohorts {
 		return
@@ -99,14 +106,61 @@ func updateCohortFronts(v *view, c course, d *draft) {
 		if spec == nil {
 			continue
 		}
+		if b := v.backendOf[name]; b.HoldsPools {
+			ensureHeldFront(v, c, d, b.Kind, backends.Key{Service: name, Hash: goal}, spec)
+			continue
+		}
 		for _, w := range v.Workloads {
-			if w.Service != name || w.Hash != goal || w.Terminating || v.backend(w.Backend).HoldsPools {
-				continue // a revision held in one object changes no clique in place
+			if w.Service != name || w.Hash != goal || w.Terminating {
+				continue
 			}
 			d.write(Write{Op: Ensure, Backend: w.Backend, From: c.goalDGD, Pool: backends.Pool{Hash: goal,
 				Services: []backends.ServiceWorkload{{Key: w.Key, Spec: spec, Replicas: w.Replicas, InPlace: true}}}})
 		}
 	}
+}
+
+// ensureHeldFront is updateCohortFronts' Ensure of the goal's cohort frontend key on a
+// backend that HoldsPools: one write for the key (it may have two objects, the outdated
+// one beside its replacement), at the most replicas one of them has. Every live one
+// outdated (the backend reports so when none runs the goal's template), the Ensure
+// makes the new template's, which the pass says and leaves (d.made). None live: a
+// frontend of 1 (the planner grows it) for a goal whose workers have pods (their
+// object is older than a pass: the frontend's, made just after it by the same Ensure,
+// would be in the cache), outside the prelude (which makes the running revision's at
+// full size itself).
+func ensureHeldFront(v *view, c course, d *draft, kind string, key backends.Key, spec *v1alpha1.DynamoComponentDeploymentSharedSpec) {
+	var replicas int32
+	var live, current int
+	workers := false
+	for _, w := range v.Workloads {
+		switch {
+		case w.Terminating || w.Hash != key.Hash:
+		case w.Key == key:
+			live, replicas = live+1, max(replicas, w.Replicas)
+			if !w.Outdated {
+				current++
+			}
+		case !v.form.isFrontend(w.Service) && w.Replicas > 0 && max(w.Current, w.Pods) > 0:
+			workers = true
+		}
+	}
+	why := fmt.Sprintf("beside its old template in revision %d's cohort", c.h.number(key.Hash))
+	switch {
+	case live == 0 && (!workers || v.form.prelude || spec.DesiredReplicas() == 0):
+		return
+	case live == 0:
+		replicas, why = 1, fmt.Sprintf("for revision %d's cohort, whose workers ran without it", c.h.number(key.Hash))
+	}
+	sw := backends.ServiceWorkload{Key: key, Spec: spec, Replicas: replicas, InPlace: true}
+	w := Write{Op: Ensure, Backend: kind, From: c.goalDGD, Pool: backends.Pool{Hash: key.Hash, Services: []backends.ServiceWorkload{sw}}}
+	if current == 0 {
+		name := v.name(kind, key)
+		w.Progress, w.Expect = true, map[string]int32{name: replicas}
+		w.Say = []string{fmt.Sprintf("created %s at %d %s", name, replicas, why)}
+		d.made = append(d.made, Workload{Backend: kind, Workload: backends.Workload{Key: key, Kind: kind, Name: name, Replicas: replicas}})
+	}
+	d.write(w)
 }
 
 // target is the planned replica count of a workload, or def when the plan has none.
@@ -138,14 +192,26 @@ func planned(h *history, plan planner.Plan, k backends.Key) (int32, bool) {
 // sum (measured before: Dynamo's 1+1 both scaled to 2, past maxSurge). The target is
 // spread over them in name order, each keeping up to its replicas, a growth going to
 // the first, so that they sum to it.
+//
+// An Outdated workload (a cohort frontend's old template beside its replacement, on a
+// backend that replaces them side by side: backends/grove) is none of them: it keeps
+// its replicas until retireStable deletes it once the replacement is ready, and goes
+// with its pool when the plan drains the (service, revision). Spread with it, a target
+// could land on the old one first and take the new one to 0 (R = 1: the old one, first
+// by name, keeps 1 and the new one is scaled 1→0 in the pass that deletes the old one).
 func (v *view) targetOf(h *history, plan planner.Plan, w Workload) int32 {
 	t, ok := planned(h, plan, w.Key)
-	if !ok || w.Terminating {
+	switch {
+	case !ok || w.Terminating:
 		return target(h, plan, w.Key, w.Replicas)
+	case w.Outdated && t == 0:
+		return 0
+	case w.Outdated:
+		return w.Replicas
 	}
 	var peers []Workload
 	for _, p := range v.workers() {
-		if p.Service == w.Service && !p.Terminating && h.number(p.Hash) == h.number(w.Hash) {
+		if p.Service == w.Service && !p.Terminating && !p.Outdated && h.number(p.Hash) == h.number(w.Hash) {
 			peers = append(peers, p)
 		}
 	}
@@ -395,7 +461,8 @@ func cleanup(v *view, c course, plan planner.Plan, d *draft) {
 
 // result is the state a pass leaves, which the status reports: every workload at the
 // replicas the pass set, ready counted up to those replicas (a replica being removed is
-// not counted on), workloads it created, none it deleted. Reporting the result rather
+// not counted on), workloads it created (the plan's and the prelude's, m.created, and
+// updateCohortFronts', d.made), none it deleted. Reporting the result rather
 // than the input means the passes that only see their own writes arrive in the cache
 // find nothing new to write: one status write per step.
 func result(v *view, c course, m moves, d *draft) []Workload {
@@ -411,5 +478,5 @@ func result(v *view, c course, m moves, d *draft) []Workload {
 		}
 		out = append(out, w)
 	}
-	return append(out, m.created...)
+	return append(append(out, m.created...), d.made...)
 }

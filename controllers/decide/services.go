@@ -98,12 +98,16 @@ func stableObjects(v *view, tp trafficPlan, add func(client.Object)) {
 
 // cohortServices adds the Service of every cohort's frontend with workloads in res
 // (backends.CohortServiceName): a ClusterIP on the frontend's port, selecting that
-// cohort's frontend pods, which the traffic provider sends the cohort's share to.
+// cohort's frontend pods, which the traffic provider sends the cohort's share to. One
+// per key: a frontend replaced side by side (backends/grove) has two workloads of it
+// for a while, whose pods the one Service selects alike.
 func cohortServices(v *view, h *history, res []Workload, add func(client.Object)) {
+	seen := map[backends.Key]bool{}
 	for _, w := range res {
-		if w.Hash == "" || w.Terminating || !v.form.isFrontend(w.Service) {
+		if w.Hash == "" || w.Terminating || !v.form.isFrontend(w.Service) || seen[w.Key] {
 			continue
 		}
+		seen[w.Key] = true
 		spec := h.templateOf(v.dgd, w.Service, w.Hash)
 		if spec == nil {
 			continue

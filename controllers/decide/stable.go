@@ -63,18 +63,25 @@ func retireCohortFronts(v *view, d *draft) {
 }
 
 // retireStable deletes stable workloads whose service is gone (or is a worker now, or
-// moved backend) and outdated ones whose replacement is ready. A workload in a group
-// goes only with its whole group, once every workload in it may go.
+// moved backend) and outdated ones whose replacement is ready, and outdated cohort
+// frontends (a StableSideBySide backend replaces them as it replaces a stable
+// service's template: backends/grove) once their replacement is (cohortFrontReplaced).
+// A workload in a group goes only with its whole group, once every workload in it may
+// go.
 func retireStable(v *view, d *draft) {
 	mayGo := map[string]bool{} // group (or workload) name -> every member may go
 	why := map[string]string{}
 	var order []Workload
 	for _, w := range v.Workloads {
-		if w.Hash != "" || w.Terminating {
+		cohort := w.Hash != "" && w.Outdated && v.form.isFrontend(w.Service)
+		if w.Hash != "" && !cohort || w.Terminating {
 			continue
 		}
 		id := groupOf(w.Workload)
 		ok, reason := stableMayGo(v, w)
+		if cohort {
+			ok, reason = cohortFrontReplaced(v, w.Key)
+		}
 		if _, seen := mayGo[id]; !seen {
 			mayGo[id] = true
 			order = append(order, w)
@@ -134,6 +141,32 @@ func replacedBy(v *view, service string, r int32) (bool, string) {
 		return true, fmt.Sprintf("%s has %d/%d ready on its new template", service, ready, r)
 	case old == 0:
 		return true, fmt.Sprintf("%s had none ready on its old template", service)
+	}
+	return false, ""
+}
+
+// cohortFrontReplaced reports whether the outdated workloads of a cohort's frontend key
+// may go, replacedBy's rule for its replacement, the key's current workloads: they have
+// at least R - ⌊R/4⌋ ready, R their replicas (what the planner gives the key now:
+// a cohort's frontends follow its share of the workers), or the outdated ones have none
+// ready. R = 2: the old template goes once both new frontends are ready.
+func cohortFrontReplaced(v *view, key backends.Key) (bool, string) {
+	var r, ready, old int32
+	for _, w := range v.Workloads {
+		switch {
+		case w.Key != key || w.Terminating:
+		case w.Outdated:
+			old += min(w.Ready, w.Replicas)
+		default:
+			r += w.Replicas
+			ready += min(w.Ready, w.Replicas)
+		}
+	}
+	switch floor := r - r/4; {
+	case r > 0 && ready >= floor:
+		return true, fmt.Sprintf("%s has %d/%d ready on its new template in revision %s's cohort", key.Service, ready, r, key.Hash)
+	case old == 0:
+		return true, fmt.Sprintf("%s had none ready on its old template in revision %s's cohort", key.Service, key.Hash)
 	}
 	return false, ""
 }

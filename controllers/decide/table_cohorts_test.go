@@ -2,11 +2,14 @@ package decide_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/backends"
+	"github.com/dgd-rollout/operator/controllers/decide"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -88,8 +91,79 @@ func cohortCases(t *testing.T) []tcase {
 	}, []variant{allReady, newNone})...)
 	// Aborted at the pause: 100% back on the stable cohort first.
 	out = append(out, walk(t, w, "steps/aborted", annotate(v1alpha1.AnnotationAbort, "2/1"), []variant{allReady})...)
+	return append(out, groveCohortCases(t)...)
+}
+
+// groveCohortCases are cohorts on the Grove backend's real description (HoldsPools,
+// StableSideBySide), a frontend of 2: every cohort's frontend is a PodCliqueSet of its
+// own (backends/grove cohort.go), made in the prelude beside the running revision's
+// workers, replaced side by side by a frontend-only change (the old one outdated, gone
+// once the new one has 2 - ⌊2/4⌋ = 2 ready), deleted whole with its drained revision.
+func groveCohortCases(t *testing.T) []tcase {
+	var out []tcase
+	w := newWorld(disagg(2, 2).Backend(v1alpha1.BackendGrove).Obj())
+	w.backends = map[v1alpha1.BackendType]backends.Description{v1alpha1.BackendGrove: groveBackend}
+	w.dgd.Spec.Services["Frontend"].Replicas = ptr.To[int32](2)
+	w.settle(t)
+	w.agent = true
+	out = append(out, walk(t, w, "grove/upgrade", upgrade("2"), []variant{allReady, newNone, oldOneShort})...)
+	onlyRevision(t, w, "after the upgrade", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.7.2")
+	// PerRevision, the revision's workers run without its frontend (the pool's Ensure
+	// failed between the workers' PodCliqueSet and the frontend's; under Auto, a DGD
+	// with no cohort frontend left and no rollout is shared again): it is made at 1.
+	s := w.snapshot()
+	s.Workloads = slices.DeleteFunc(s.Workloads, func(wl decide.Workload) bool { return wl.Service == "Frontend" })
+	frontends(v1alpha1.FrontendsPerRevision)(s.DGD)
+	key := backends.Key{Service: "Frontend", Hash: w.dgd.Status.UpdateWorkerHash}
+	s.Names[key] = cohortClique(w.dgd.Name, key, 1) // Backend.Name: nothing holds the key, its first name
+	out = append(out, cases("grove/upgrade/workers-without-frontend", s, []variant{allReady})...)
+	out = append(out, walk(t, w, "grove/upgrade/frontend-only", func(d *v1alpha1.DynamoGraphDeployment) {
+		d.Spec.Services["Frontend"].ExtraPodSpec.MainContainer.Image = "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.7.9"
+	}, []variant{allReady, newFrontNone, newFrontOneShort})...)
+	onlyRevision(t, w, "after the frontend-only change", "nvcr.io/nvidia/ai-dynamo/vllm-runtime:1.7.9")
 	return out
 }
+
+// onlyRevision fails unless the world holds nothing but the update revision's
+// PodCliqueSets: its workers' and its cohort frontend's of image frontend, one each.
+func onlyRevision(t *testing.T, w *world, when, frontend string) {
+	t.Helper()
+	hash := w.dgd.Status.UpdateWorkerHash
+	groups := map[string]bool{}
+	for name, wl := range w.workloads {
+		if wl.Hash != hash || wl.Outdated {
+			t.Errorf("%s: %s (%s@%s, outdated %v) is left", when, name, wl.Service, wl.Hash, wl.Outdated)
+		}
+		if f, ok := w.fronts[name]; ok && f.template != frontend {
+			t.Errorf("%s: %s runs %s, want %s", when, name, f.template, frontend)
+		}
+		groups[wl.Group.Name] = true
+	}
+	if len(groups) != 2 {
+		t.Errorf("%s: PodCliqueSets %v, want the update revision's workers' and its frontend's", when, sortedStrings(groups))
+	}
+}
+
+// frontReadiness varies the ready replicas of the cohort frontends that replace an
+// outdated one of their key (a frontend-only change on a side-by-side backend).
+func frontReadiness(name string, ready func(replicas int32) int32) variant {
+	return variant{name, func(s *decide.Snapshot) {
+		outdated := map[backends.Key]bool{}
+		for _, w := range s.Workloads {
+			outdated[w.Key] = outdated[w.Key] || w.Outdated
+		}
+		for i := range s.Workloads {
+			if w := &s.Workloads[i]; outdated[w.Key] && !w.Outdated && !w.Terminating {
+				w.Ready = ready(w.Replicas)
+			}
+		}
+	}}
+}
+
+var (
+	newFrontNone     = frontReadiness("new-frontend-none-ready", func(int32) int32 { return 0 })
+	newFrontOneShort = frontReadiness("new-frontend-one-unready", func(r int32) int32 { return max(r-1, 0) })
+)
 
 // walk2 is walk for a rollout that does not settle: it plays n passes and emits each.
 func walk2(t *testing.T, w *world, prefix string, change func(*v1alpha1.DynamoGraphDeployment), n int, vs []variant) []tcase {

@@ -114,3 +114,44 @@ func TestGroveRejects(t *testing.T) {
 		t.Errorf("a template replica change is rejected: %q", v)
 	}
 }
+
+// TestGroveRejectsCohortFrontend: a revision's pool with its cohort frontend renders the
+// workers' PodCliqueSet and the frontend's own, both accepted on create; the frontend
+// put into the live workers' PodCliqueSet instead (what the prelude would have to do)
+// is refused as Grove refuses it, which is why the backend never does.
+func TestGroveRejectsCohortFrontend(t *testing.T) {
+	dgd := harness.NewDGD("ns", "g").Disagg(4, 2, "vllm:v1").Multinode("decode", 4).Backend(v1alpha1.BackendGrove).Obj()
+	dgd.UID = "uid"
+	c := fake.NewClientBuilder().WithScheme(app.NewScheme()).Build()
+	b := grove.New(c, app.NewScheme(), render.Config{})
+	pool := backends.Pool{Hash: "abcd1234"}
+	for _, name := range []string{"Frontend", "decode", "prefill"} {
+		pool.Services = append(pool.Services, backends.ServiceWorkload{Key: backends.Key{Service: name, Hash: "abcd1234"},
+			Spec: dgd.Spec.Services[name], Replicas: 1, InPlace: name == "Frontend"})
+	}
+	ctx := context.Background()
+	if err := b.Ensure(ctx, dgd, pool); err != nil {
+		t.Fatal(err)
+	}
+	var pcss grovev1.PodCliqueSetList
+	if err := c.List(ctx, &pcss, client.InNamespace("ns")); err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*grovev1.PodCliqueSet{}
+	for i := range pcss.Items {
+		p := &pcss.Items[i]
+		byName[p.Name] = p
+		if v := harness.GroveRejects(nil, p); len(v) > 0 {
+			t.Errorf("%s is rejected on create: %q", p.Name, v)
+		}
+	}
+	workers, fe := byName["g"], byName["g-1"]
+	if len(byName) != 2 || workers == nil || fe == nil {
+		t.Fatalf("PodCliqueSets %v, want the workers' g and the frontend's g-1", byName)
+	}
+	withFrontend := workers.DeepCopy()
+	withFrontend.Spec.Template.Cliques = append(withFrontend.Spec.Template.Cliques, fe.Spec.Template.Cliques[0].DeepCopy())
+	if got := strings.Join(harness.GroveRejects(workers, withFrontend), "; "); !strings.Contains(got, "not allowed to change clique composition") {
+		t.Errorf("the frontend added to the live workers' PodCliqueSet: %q, want Grove's refusal", got)
+	}
+}

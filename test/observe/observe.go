@@ -76,6 +76,18 @@ type Options struct {
 	// SyntheticSlices derives EndpointSlices from the namespace's Services and pods as
 	// the EndpointSlice controller would (envtest runs none).
 	SyntheticSlices bool
+	// Check, when set, judges every observed state too (a spec's own rules, read from
+	// the same live objects); what it returns are violations.
+	Check func(State) []string
+}
+
+// State is one observed state of the namespace, as Options.Check sees it: the objects
+// the cache holds and what Dynamo's discovery makes of them.
+type State struct {
+	Pods     []corev1.Pod
+	Slices   []discoveryv1.EndpointSlice
+	Services []corev1.Service
+	View     dynamoview.View
 }
 
 // Stats are what an Observer saw.
@@ -349,6 +361,11 @@ func (o *Observer) check() {
 	o.checkRoutable(ctx, pods, slices) // services.go
 	if st, err := o.cohortState(ctx, pods, slices, svcs); err == nil {
 		o.checkCohorts(ctx, st, view) // cohorts.go
+	}
+	if o.opts.Check != nil {
+		for _, v := range o.opts.Check(State{Pods: pods, Slices: slices, Services: svcs, View: view}) {
+			o.fail(v)
+		}
 	}
 	o.mu.Lock()
 	o.stats.States++

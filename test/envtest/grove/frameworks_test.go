@@ -142,7 +142,7 @@ var _ = Describe("a DGD from an operator that named discovery Services {dgd}-{se
 		}
 		oldSlice.Labels[discoveryv1.LabelServiceName] = old.Name
 		Expect(env.Client.Create(ctx, oldSlice)).To(Succeed())
-		observeNamespace(ns) // routable again through the old-named Service's slice: from here on it is the operator's
+		observeNamespace(ns, nil) // routable again through the old-named Service's slice: from here on it is the operator's
 		before, err := harness.Reconciles()
 		Expect(err).NotTo(HaveOccurred())
 		update(ns, "up", func(d *v1alpha1.DynamoGraphDeployment) {

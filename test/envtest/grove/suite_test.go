@@ -23,6 +23,7 @@ import (
 
 	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/render"
+	"github.com/dgd-rollout/operator/test/gateway"
 	"github.com/dgd-rollout/operator/test/grove"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/test/observe"
@@ -50,11 +51,16 @@ func TestGroveBackend(t *testing.T) {
 var _ = BeforeSuite(func() {
 	dir, err := grove.CRDDir()
 	Expect(err).NotTo(HaveOccurred())
+	// The Gateway API's CRDs, so that the operator registers its Gateway API traffic
+	// provider (app.Providers), and the test Gateway controller judging routes of class
+	// gatewayClass (cohorts_test.go).
+	gwDir, err := gateway.CRDDir()
+	Expect(err).NotTo(HaveOccurred())
 	// Grove's pods run here (the fake kubelet), so Dynamo's Kubernetes discovery does:
 	// the fake EndpointSlice controller publishes their endpoints, and the operator
 	// counts a worker ready only once its runtime pod is a ready endpoint.
 	harness.OperatorDiscovery = render.DiscoveryKubernetes
-	env, err = harness.Start(true, dir)
+	env, err = harness.Start(true, dir, gwDir)
 	if env != nil {
 		env.RuntimeRegisters = true // every spec's namespace has an observer playing the runtimes
 	}
@@ -63,6 +69,11 @@ var _ = BeforeSuite(func() {
 	stopSlices, err := env.StartEndpointSlices(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stopSlices)
+	Expect(env.Client.Create(ctx, gateway.GatewayClass(gatewayClass, gatewayController))).To(Succeed())
+	gwc := &gateway.Controller{Name: gatewayController, Delay: 100 * time.Millisecond}
+	stopGateway, err := gwc.Start(env.Config)
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(func() { Expect(stopGateway()).To(Succeed()) })
 	Expect(rejected.watch(env)).To(Succeed())
 	stop, err := env.Watch(ctx, "", belowMin.check, &grovev1.PodClique{}, &grovev1.PodCliqueScalingGroup{})
 	Expect(err).NotTo(HaveOccurred())
@@ -86,10 +97,14 @@ const maxLagGaps = 1
 // newNamespace gives every spec its own namespace, observed as the Dynamo runtime
 // would see it (test/observe: discovery from the EndpointSlices the fake EndpointSlice
 // controller keeps, gang formation) until the spec ends.
-func newNamespace() string {
+func newNamespace() string { return newNamespaceChecked(nil) }
+
+// newNamespaceChecked is newNamespace whose observer also judges every state with check
+// (observe.Options.Check).
+func newNamespaceChecked(check func(observe.State) []string) string {
 	nsN++
 	ns := nsName(nsN)
-	observeNamespace(ns)
+	observeNamespace(ns, check)
 	Expect(env.Client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 	return ns
 }
@@ -98,8 +113,8 @@ func newNamespace() string {
 // it ends. A spec that builds a state by hand (one no operator made, such as a Service
 // deleted under a running revision) stops the observer first (observers[ns].Stop(): what
 // it saw until then still counts) and observes afresh once the state is built.
-func observeNamespace(ns string) {
-	o, err := observe.Start(ctx, observe.Options{Config: env.Config, Namespace: ns})
+func observeNamespace(ns string, check func(observe.State) []string) {
+	o, err := observe.Start(ctx, observe.Options{Config: env.Config, Namespace: ns, Check: check})
 	Expect(err).NotTo(HaveOccurred())
 	observers[ns] = o
 	DeferCleanup(func() {
