@@ -208,11 +208,13 @@ var _ = Describe("objects a DGD controls without the operator's label", func() {
 	})
 })
 
-// startCache starts a cache with the manager's options (app.CacheOptions), synced; the
-// spec's cleanup stops it.
+// startCache starts a cache with the manager's options for the kinds this envtest
+// serves (app.CacheOptionsFor: no Gateway API CRDs here), synced; the spec's cleanup
+// stops it.
 func startCache() cache.Cache {
 	GinkgoHelper()
-	opts := app.CacheOptions()
+	opts, err := app.CacheOptionsFor(env.Config)
+	Expect(err).NotTo(HaveOccurred())
 	opts.Scheme = app.NewScheme()
 	c, err := cache.New(env.Config, opts)
 	Expect(err).NotTo(HaveOccurred())
