@@ -122,7 +122,7 @@ func status(v *view, l leaves, unsched map[string]string, d *draft) *v1alpha1.Dy
 	rollingUpdate(v, l, st, d)
 	restart(v, l, st, d)
 	conditions(v, l, st, d)
-	st.Cohorts, st.Traffic = cohortStatuses(v, l.traffic, d)
+	st.Cohorts, st.Traffic = cohortStatuses(v, l.traffic, l.res, d)
 	return st
 }
 

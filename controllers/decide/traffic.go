@@ -731,9 +731,15 @@ func localCohort(v *view, f front, cohorts []cohortState) string {
 
 // cohortStatuses are status.cohorts and status.traffic as the pass leaves them, and the
 // Events of the weights it changes.
-func cohortStatuses(v *view, tp trafficPlan, d *draft) ([]v1alpha1.CohortStatus, *v1alpha1.TrafficStatus) {
+func cohortStatuses(v *view, tp trafficPlan, res []Workload, d *draft) ([]v1alpha1.CohortStatus, *v1alpha1.TrafficStatus) {
 	if len(tp.fronts) == 0 {
 		return nil, nil
+	}
+	left := map[string]bool{} // the revisions with a workload the pass leaves
+	for _, w := range res {
+		if !w.Terminating {
+			left[w.Hash] = true
+		}
 	}
 	var out []v1alpha1.CohortStatus
 	prev := map[string]v1alpha1.CohortStatus{}
@@ -742,6 +748,9 @@ func cohortStatuses(v *view, tp trafficPlan, d *draft) ([]v1alpha1.CohortStatus,
 	}
 	var changed []string
 	for _, cs := range tp.cohorts {
+		if !left[cs.hash] {
+			continue // the pass deletes its last workload: the cohort is gone
+		}
 		st := v1alpha1.CohortStatus{Revision: cs.number, Hash: cs.hash, Namespace: backends.EffectiveNamespace(v.dgd, true, cs.hash),
 			FrontendReplicas: cs.frontReplicas, FrontendReadyReplicas: cs.frontReady, RoutableWorkers: cs.routableWorkers, Routable: cs.routable}
 		for _, f := range tp.fronts {
