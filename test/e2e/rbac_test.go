@@ -51,6 +51,13 @@ var _ = Describe("the operator's ClusterRole without one of its rules", func() {
 			}
 			return b
 		}, "secrets"),
+		// Issue 36 added the HTTPRoutes of trafficRouting.gatewayAPI.
+		Entry("httproutes create (trafficRouting.gatewayAPI)", "gateway.networking.k8s.io", "httproutes", "create", func(ns string) client.Object {
+			startGateway(ns, "public")
+			d := throughGateway(gpus(upgradable(ns, "gw", 1, 1).Obj()), "public", 0)
+			d.Spec.Rollout.Frontends = v1alpha1.FrontendsPerRevision
+			return d
+		}, "httproutes"),
 	)
 })
 
