@@ -92,13 +92,16 @@ var _ = Describe("The Gateway API provider", func() {
 		i, _ := s.applied(s.traffic(map[string]int32{"aaaaaaaa": 100}, "public", "missing"))
 		Eventually(func() bool { return judgedTrue(s.rec.latest().route, "public") }).Should(BeTrue(),
 			"the controller accepts the route at the Gateway that exists")
-		Expect(s.rec.effect(i)).To(Equal(traffic.Effect{Serving: true, Message: "HTTPRoute " + s.ns + "/llm-frontend: Gateway " + s.ns + "/missing not found"}))
+		Expect(s.rec.effect(i)).To(Equal(traffic.Effect{Serving: true, Message: "HTTPRoute " + s.ns + "/llm-frontend: Gateway " + s.ns + "/missing not found",
+			Unservable: "Gateway " + s.ns + "/missing (spec.rollout.trafficRouting.gatewayAPI.parentRefs[1]) not found"}),
+			"serving through the Gateway that exists, and unservable as asked until the missing one is made: the controller holds the rollout")
 		Expect(ours(s.rec.latest().route, "missing")).To(BeNil(), "no entry for a Gateway that does not exist")
 		Expect(s.rec.seen(func(st state) bool { return st.effects[i].InEffect })).To(BeEmpty())
 
 		By("the Gateway created: in effect through both")
 		Expect(k8s.Create(ctx, gateway.Gateway(s.ns, "missing", "test", gateway.HTTPListener("http", 80, "")))).To(Succeed())
 		Eventually(inEffect(s, i)).Should(BeTrue())
+		Expect(s.rec.effect(i).Unservable).To(BeEmpty(), "servable once the Gateway exists")
 	})
 
 	It("detects a route under the name that the DGD does not control, and leaves it alone", func() {
