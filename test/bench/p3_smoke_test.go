@@ -2,8 +2,11 @@ package bench
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/dgd-rollout/operator/api/v1alpha1"
 )
 
 // TestP3Smoke runs benchmark P3 end to end at N = 5 in `make test`, so that the
@@ -24,6 +27,8 @@ func TestP3Smoke(t *testing.T) {
 			"POST deployments":         2, "DELETE deployments": 2, "PUT deployments/scale": 2,
 			"POST services": 2, "DELETE services": 2,
 		}
+		wantEvents := slices.Sorted(slices.Values([]string{v1alpha1.EventRolloutStarted, v1alpha1.EventRolloutStep,
+			v1alpha1.EventRolloutStep, v1alpha1.EventRolloutStep, v1alpha1.EventRolloutCompleted}))
 		for i := range n {
 			g := fmt.Sprintf("g%04d", i)
 			got := r.graphWrites[g]
@@ -32,12 +37,12 @@ func TestP3Smoke(t *testing.T) {
 					t.Errorf("%s: %s: %d writes over its rollout, want %d (all: %v)", g, k, got[k], v, got)
 				}
 			}
-			// The five Events above; one more was seen once, in a clean-clone run with a
-			// benchmark running beside it (load 11), its reason not kept: a Warning the
-			// rollout's circumstances (not the operator's writes) can add. The workload
-			// writes above stay exact.
-			if ev := got["POST events"]; ev < 5 || ev > 6 {
-				t.Errorf("%s: %d Events over its rollout, want 5 (6 at most) (all: %v)", g, ev, got)
+			// The five Events above, by reason, compared with their counts and in no order
+			// (two Events of one pass may reach the API server either way). The bound
+			// loosened to 6 after one run at load 11 is restored: an Event this rollout
+			// does not explain fails here, named by its reason.
+			if ev := slices.Sorted(slices.Values(r.graphEvents[g])); !slices.Equal(ev, wantEvents) || got["POST events"] != len(wantEvents) {
+				t.Errorf("%s: Events over its rollout %v (%d created), want %v", g, ev, got["POST events"], wantEvents)
 			}
 			if r.graphSteps[g] != 3 {
 				t.Errorf("%s: %d rollout steps, want 3", g, r.graphSteps[g])

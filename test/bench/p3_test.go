@@ -298,6 +298,7 @@ type p3Run struct {
 	createWrites                               int                       // writes but Events over the N creates
 	writes                                     map[string]int            // "VERB resource" over the DGD rollout
 	graphWrites                                map[string]map[string]int // the same per graph (by DGD name)
+	graphEvents                                map[string][]string       // the reasons of the Events the operator created per graph, in order
 	graphSteps                                 map[string]int            // rollout steps per graph
 	reads                                      map[string]int            // the same, GET and LIST requests (the cache's watches aside)
 	took                                       map[string]time.Duration  // their total answer time
@@ -555,6 +556,7 @@ func (r *p3Run) graphs(b testing.TB) {
 	reqs := r.proxy.Requests(begin)
 	r.writes, r.reads = map[string]int{}, map[string]int{}
 	r.graphWrites = map[string]map[string]int{}
+	r.graphEvents = map[string][]string{}
 	r.took = map[string]time.Duration{}
 	for _, q := range reqs {
 		switch {
@@ -568,6 +570,9 @@ func (r *p3Run) graphs(b testing.TB) {
 				r.graphWrites[g] = map[string]int{}
 			}
 			r.graphWrites[g][q.Verb+" "+q.Resource]++
+			if q.Reason != "" {
+				r.graphEvents[g] = append(r.graphEvents[g], q.Reason)
+			}
 		case !q.Write() && q.Verb != "WATCH" && (q.Namespace == ns || q.Namespace == ""):
 			r.reads[q.Verb+" "+q.Resource]++
 		}

@@ -50,6 +50,8 @@ type Request struct {
 	Verb            string // GET, LIST, WATCH, POST, PUT, PATCH, DELETE
 	Resource        string // e.g. deployments, dynamographdeployments/status, events
 	Namespace, Name string // Name: of the object, also of a create (from its body); of the regarded object for a new Event
+	// Reason is a new Event's reason ("" for every other request).
+	Reason string
 	// Took is how long the API server took to answer (0 while it has not).
 	Took time.Duration
 }
@@ -202,7 +204,7 @@ func parse(r *http.Request) Request {
 		body, err := io.ReadAll(r.Body)
 		if err == nil {
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			req.Name = createdName(body)
+			req.Name, req.Reason = createdName(body)
 		}
 	}
 	if r.Method == http.MethodGet {
@@ -284,9 +286,9 @@ var decoder = func() runtime.Decoder {
 }()
 
 // createdName is the name of the object a create's body holds, or for an Event the name
-// of the object it regards; "" when the body is none of the built-in kinds (a custom
-// resource's JSON is read for metadata.name).
-func createdName(body []byte) string {
+// of the object it regards and the Event's reason; "" when the body is none of the
+// built-in kinds (a custom resource's JSON is read for metadata.name).
+func createdName(body []byte) (name, reason string) {
 	obj, _, err := decoder.Decode(body, nil, nil)
 	if err != nil {
 		var u struct {
@@ -295,15 +297,15 @@ func createdName(body []byte) string {
 			} `json:"metadata"`
 		}
 		if json.Unmarshal(body, &u) == nil {
-			return u.Metadata.Name
+			return u.Metadata.Name, ""
 		}
-		return ""
+		return "", ""
 	}
 	if ev, ok := obj.(*eventsv1.Event); ok {
-		return ev.Regarding.Name
+		return ev.Regarding.Name, ev.Reason
 	}
 	if m, err := meta.Accessor(obj); err == nil {
-		return m.GetName()
+		return m.GetName(), ""
 	}
-	return ""
+	return "", ""
 }

@@ -82,6 +82,7 @@ func rolloutEvents(ns, dgd string) []string {
 
 var _ = Describe("the fake Grove plays Grove as it is", func() {
 	It("labels PCSGs with none of the template's labels, owns every object as Grove does and delays PodCliques by the token wait", func() {
+		realTiming()
 		ns := newNamespace()
 		start := time.Now()
 		s := deploy(onGrove(harness.NewDGD(ns, "shape").Disagg(1, 1, "vllm:v1").Multinode("decode", 2)).Obj())
