@@ -69,8 +69,11 @@ var _ = BeforeSuite(func() {
 	// Grove's two 5 s requeues (harness.DefaultGroveTiming) at 200 ms: the order of what
 	// the fake does is Grove's either way (no PodClique before the token, a scaled
 	// gang's pods gated until the base gang is scheduled), only the wait is shorter.
-	// The fidelity spec that times the token wait runs at Grove's 5 s (realTiming).
-	env.SetGroveTiming(fastGrove)
+	// The fidelity spec that times the token wait runs at Grove's 5 s (realTiming). At
+	// Grove's 5 s the suite took 454 s in a cold make test, at 200 ms 158 s (Dec 2,
+	// 2026); the cohorts spec still fails on the prelude retiring the shared frontend
+	// before the cohort's is ready (decide.cohortReplaces always true).
+	env.SetGroveTiming(harness.FastGroveTiming)
 	stopSlices, err := env.StartEndpointSlices(ctx)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(stopSlices)
@@ -91,16 +94,10 @@ var _ = AfterSuite(func() {
 	Expect(groveWarnings()).To(BeEmpty(), "Warning events Grove emits (AllScheduledReplicasLost...)")
 })
 
-// fastGrove is the fake Grove's timing for every spec but the one that times Grove's
-// waits: at Grove's 5 s the suite took 454 s in a cold make test, at 200 ms 158 s
-// (Dec 2, 2026). The cohorts spec still fails on the prelude retiring the shared
-// frontend before the cohort's is ready (decide.cohortReplaces always true).
-var fastGrove = harness.GroveTiming{Token: 200 * time.Millisecond, Gate: 200 * time.Millisecond}
-
 // realTiming runs the rest of the spec with Grove's own waits.
 func realTiming() {
 	env.SetGroveTiming(harness.DefaultGroveTiming)
-	DeferCleanup(func() { env.SetGroveTiming(fastGrove) })
+	DeferCleanup(func() { env.SetGroveTiming(harness.FastGroveTiming) })
 }
 
 func nsName(i int) string { return fmt.Sprintf("grove-%d", i) }

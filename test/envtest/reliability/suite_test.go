@@ -105,7 +105,7 @@ var _ = BeforeSuite(func() {
 	env, err = harness.Start(false, lwsCRDs, groveCRDs)
 	Expect(err).NotTo(HaveOccurred())
 	// Grove's token and gate waits (5 s each) test nothing here.
-	env.SetGroveTiming(harness.GroveTiming{Token: 200 * time.Millisecond, Gate: 200 * time.Millisecond})
+	env.SetGroveTiming(harness.FastGroveTiming)
 	// Injected faults make the reconciler log errors with stack traces: keep them with
 	// the spec's output (shown on failure or with -ginkgo.v), not on stderr.
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true), zap.Level(zapcore.ErrorLevel)))
