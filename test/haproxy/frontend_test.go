@@ -53,6 +53,10 @@ type chunk struct {
 // cohortHeader tags every answer with the cohort that served it (and so does the body).
 const cohortHeader = "X-Dynamo-Cohort"
 
+// receivedHeader is when the frontend received the request (Unix nanoseconds, the
+// test's own clock): the proxy routed it between the client's start and then.
+const receivedHeader = "X-Received-At"
+
 // frontend is one cohort's stand-in frontend: POST /v1/chat/completions answered as a
 // whole JSON body, or as an SSE stream of one event every eventEvery for DurationMS,
 // then "data: [DONE]".
@@ -91,6 +95,7 @@ func (f *frontend) serve(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
+	received := time.Now()
 	f.inFlight.Add(1)
 	defer f.inFlight.Add(-1)
 	f.served.Add(1)
@@ -100,6 +105,7 @@ func (f *frontend) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set(cohortHeader, f.cohort)
+	w.Header().Set(receivedHeader, strconv.FormatInt(received.UnixNano(), 10))
 	if !req.Stream {
 		body, _ := json.Marshal(completion{Object: "chat.completion", Cohort: f.cohort, Content: content(req.Tokens)})
 		w.Header().Set("Content-Type", "application/json")
@@ -130,11 +136,14 @@ func (f *frontend) serve(w http.ResponseWriter, r *http.Request) {
 // result is one request as the client saw it.
 type result struct {
 	start, end time.Time
-	stream     bool
-	pinned     bool   // carried the header route's header
-	cohort     string // who answered (header and body agree, or err says otherwise)
-	err        error
-	lags       []time.Duration // per SSE event: arrival less the frontend's send time
+	// received is when the frontend received it (zero when no answer came): the
+	// proxy routed it at some moment between start and received.
+	received time.Time
+	stream   bool
+	pinned   bool   // carried the header route's header
+	cohort   string // who answered (header and body agree, or err says otherwise)
+	err      error
+	lags     []time.Duration // per SSE event: arrival less the frontend's send time
 }
 
 // send posts one chat completion to entry and checks the answer is whole: a JSON body
@@ -155,6 +164,9 @@ func send(ctx context.Context, c *http.Client, entry string, req chatRequest, he
 	}
 	defer resp.Body.Close()
 	r.cohort = resp.Header.Get(cohortHeader)
+	if ns, err := strconv.ParseInt(resp.Header.Get(receivedHeader), 10, 64); err == nil {
+		r.received = time.Unix(0, ns)
+	}
 	switch {
 	case resp.StatusCode != http.StatusOK:
 		b, _ := io.ReadAll(resp.Body)
