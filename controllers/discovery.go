@@ -63,7 +63,9 @@ func (r *Reconciler) observeDiscovery(ctx context.Context, dgd *v1alpha1.DynamoG
 			}
 		}
 	}
-	r.countRoutable(ctx, workloads, r.routable(dgd, pods, workloads, render.ReadyEndpoints(list.Items, render.DiscoveryLabelled)))
+	all := render.ReadyEndpoints(list.Items, render.DiscoveryLabelled)
+	ours := render.ReadyEndpoints(list.Items, ourDiscovery)
+	r.countRoutable(ctx, workloads, r.routable(dgd, pods, workloads, all, ours))
 	return disc, nil
 }
 
@@ -99,12 +101,22 @@ func (r *Reconciler) readyIsPodReady(w *decide.Workload) bool {
 }
 
 // routable counts, per worker workload, the replicas whose runtime pod is the one ready
-// endpoint of its name, in a Dynamo namespace the frontend accepts.
+// endpoint of its name, in a Dynamo namespace the frontend accepts. A pod of ours counts
+// only as a ready endpoint of a Service of ours (ours: slices whose Service carries our
+// managed-by label, which the EndpointSlice controller copies): while a DGD is taken
+// over, Dynamo's discovery Services select our pods too (the labels they select by are
+// Dynamo's own), and they go once nothing of Dynamo's runs (decide.releaseDynamo). A
+// pod routable only through one of them then stops being routable until our Service's
+// slice lists it, which the EndpointSlice controller writes in a sync of its own, as
+// late as it likes (issue 37, e2e take-over: a zero-routable gap when Dynamo's prefill
+// Service went first). Dynamo's own pods count through any (all).
 func (r *Reconciler) routable(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1.PartialObjectMetadata,
-	workloads []decide.Workload, ready map[string]map[types.UID]bool) map[backends.Key]int32 {
+	workloads []decide.Workload, all, ours map[string]map[types.UID]bool) map[backends.Key]int32 {
 	backendOf := map[backends.Key]backends.Backend{}
+	dynamos := map[backends.Key]bool{}
 	for _, w := range workloads {
 		backendOf[w.Key] = r.runsPods(w)
+		dynamos[w.Key] = w.Backend == decide.DynamoBackend
 	}
 	out := map[backends.Key]int32{}
 	for i := range pods {
@@ -114,11 +126,21 @@ func (r *Reconciler) routable(dgd *v1alpha1.DynamoGraphDeployment, pods []metav1
 		if key.Hash == "" || b == nil || !pod.DeletionTimestamp.IsZero() || !backends.RunsRuntime(b, pod.Labels) {
 			continue
 		}
+		ready := ours
+		if dynamos[key] {
+			ready = all
+		}
 		if uids := ready[pod.Name]; len(uids) == 1 && uids[pod.UID] && accepted(dgd, key.Hash) {
 			out[key]++
 		}
 	}
 	return out
+}
+
+// ourDiscovery matches a discovery EndpointSlice of a Service of ours (its labels are
+// the Service's, copied by the EndpointSlice controller).
+func ourDiscovery(labels map[string]string) bool {
+	return render.DiscoveryLabelled(labels) && labels[v1alpha1.LabelManagedBy] == v1alpha1.ManagedByValue
 }
 
 // accepted reports whether the frontend admits the Dynamo namespace of revision hash

@@ -46,7 +46,7 @@ func TestRoutableCountsDynamoWorkloads(t *testing.T) {
 		{Backend: "Deployment", Workload: backends.Workload{Key: backends.Key{Service: "decode", Hash: ours}, Kind: "Deployment", Name: "g-decode-" + ours}},
 	}
 	ready := map[string]map[types.UID]bool{"dynamo-0": {"dynamo-0-uid": true}, "ours-0": {"ours-0-uid": true}} // dynamo-1 not (yet) an endpoint
-	got := r.routable(dgd, pods, workloads, ready)
+	got := r.routable(dgd, pods, workloads, ready, ready)
 	if got[workloads[0].Key] != 1 || got[workloads[1].Key] != 1 {
 		t.Fatalf("routable %v: want 1 of Dynamo's (its endpoint ready) and 1 of ours", got)
 	}
@@ -76,7 +76,7 @@ func TestRoutableCountsDynamoLegacyWorkers(t *testing.T) {
 		t.Fatalf("workload %+v: want key hash %q and 2 pods", w.Workload, legacyHash)
 	}
 	ready := map[string]map[types.UID]bool{"g-decode-abc-0": {"g-decode-abc-0-uid": true}}
-	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 1 {
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready, ready); got[w.Key] != 1 {
 		t.Errorf("routable %v: want 1 (its ready endpoint)", got)
 	}
 	ours := map[string]string{v1alpha1.LabelService: "Frontend", v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}
@@ -109,11 +109,11 @@ func TestRoutableCountsDynamoGangLeaders(t *testing.T) {
 	for _, p := range pods {
 		ready[p.Name] = map[types.UID]bool{p.UID: true}
 	}
-	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 2 {
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready, ready); got[w.Key] != 2 {
 		t.Errorf("routable %v: want 2 (each gang's leader)", got)
 	}
 	delete(ready, set+"-1")
-	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[w.Key] != 1 {
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready, ready); got[w.Key] != 1 {
 		t.Errorf("routable %v with one leader not an endpoint: want 1", got)
 	}
 }
@@ -167,11 +167,11 @@ func TestRoutableCountsDynamoGroveGangs(t *testing.T) {
 	for _, p := range pods {
 		ready[p.Name] = map[types.UID]bool{p.UID: true}
 	}
-	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[key] != 2 {
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready, ready); got[key] != 2 {
 		t.Errorf("routable %v: want 2 (the two leaders)", got)
 	}
 	r.Backends = backends.NewRegistry()
-	if got := r.routable(dgd, pods, []decide.Workload{w}, ready); got[key] != 0 {
+	if got := r.routable(dgd, pods, []decide.Workload{w}, ready, ready); got[key] != 0 {
 		t.Errorf("without the Grove backend: routable %v, want none", got)
 	}
 }
@@ -245,6 +245,63 @@ func TestCountRoutable(t *testing.T) {
 		r.countRoutable(context.Background(), ws, map[backends.Key]int32{c.w.Key: c.routable})
 		if ws[0].Ready != c.want {
 			t.Errorf("%s: ready %d, want %d", c.name, ws[0].Ready, c.want)
+		}
+	}
+}
+
+// While a DGD is taken over, Dynamo's discovery Service of a worker service selects our
+// new pods too (it selects by Dynamo's own labels, which ours carry). A pod of ours that
+// only that Service's slice lists as ready is not routable: releaseDynamo deletes that
+// Service once nothing of Dynamo's runs, and our own Service's slice, written in another
+// sync of the EndpointSlice controller, may not list the pod yet (the e2e take-over's
+// zero-routable gap, issue 37). Dynamo's own pods count through their Service's slice.
+func TestRoutableCountsOursOnlyThroughOurServices(t *testing.T) {
+	r := &Reconciler{Backends: backends.NewRegistry().Register(v1alpha1.BackendDeployment, deployment.New(nil, nil, nil, render.Config{}))}
+	dgd := &v1alpha1.DynamoGraphDeployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "g"}}
+	const theirs, ours = "d1a2b3c4", "6101c065"
+	pod := func(name, hash string, managed bool) metav1.PartialObjectMetadata {
+		l := map[string]string{v1alpha1.LabelGraph: "g", v1alpha1.LabelService: "prefill", v1alpha1.LabelWorkerHash: hash}
+		if managed {
+			l[v1alpha1.LabelManagedBy] = v1alpha1.ManagedByValue
+		}
+		return metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name + "-uid"), Labels: l}}
+	}
+	pods := []metav1.PartialObjectMetadata{pod("dynamo-0", theirs, false), pod("ours-0", ours, true)}
+	workloads := []decide.Workload{
+		{Backend: decide.DynamoBackend, Workload: backends.Workload{Key: backends.Key{Service: "prefill", Hash: theirs}, Kind: "Deployment", Name: "g-prefill-" + theirs}},
+		{Backend: "Deployment", Workload: backends.Workload{Key: backends.Key{Service: "prefill", Hash: ours}, Kind: "Deployment", Name: "g-prefill-" + ours}},
+	}
+	// A slice as the EndpointSlice controller writes it: its Service's labels, one
+	// endpoint per pod it selects.
+	slice := func(name string, labels map[string]string, podNames ...string) discoveryv1.EndpointSlice {
+		l := map[string]string{v1alpha1.LabelGraph: "g", render.LabelDiscoveryEnabled: "true", render.LabelDiscoveryBackend: render.DiscoveryKubernetes}
+		for k, v := range labels {
+			l[k] = v
+		}
+		s := discoveryv1.EndpointSlice{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: l}}
+		for _, p := range podNames {
+			s.Endpoints = append(s.Endpoints, discoveryv1.Endpoint{Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)},
+				TargetRef: &corev1.ObjectReference{Kind: "Pod", Name: p, UID: types.UID(p + "-uid")}})
+		}
+		return s
+	}
+	dynamos := slice("g-prefill-"+theirs+"-x", nil, "dynamo-0", "ours-0")
+	oursListing := slice("g-prefill-"+ours+"-discovery-x", map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue}, "ours-0")
+	oursEmpty := oursListing
+	oursEmpty.Endpoints = nil
+	for _, tc := range []struct {
+		name             string
+		slices           []discoveryv1.EndpointSlice
+		wantDynamo, want int32
+	}{
+		{"only Dynamo's Service lists our pod", []discoveryv1.EndpointSlice{dynamos, oursEmpty}, 1, 0},
+		{"ours lists it too", []discoveryv1.EndpointSlice{dynamos, oursListing}, 1, 1},
+		{"Dynamo's Service gone", []discoveryv1.EndpointSlice{oursListing}, 0, 1},
+	} {
+		all := render.ReadyEndpoints(tc.slices, render.DiscoveryLabelled)
+		got := r.routable(dgd, pods, workloads, all, render.ReadyEndpoints(tc.slices, ourDiscovery))
+		if got[workloads[0].Key] != tc.wantDynamo || got[workloads[1].Key] != tc.want {
+			t.Errorf("%s: routable %v, want %d of Dynamo's and %d of ours", tc.name, got, tc.wantDynamo, tc.want)
 		}
 	}
 }
