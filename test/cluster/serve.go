@@ -6,11 +6,12 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/dgd-rollout/operator/freeport"
 )
 
 // pollInterval is how often readiness is polled during Start.
@@ -95,20 +96,8 @@ func checkOnce(ctx context.Context, p *process, healthy func(context.Context) er
 	return healthy(check)
 }
 
-// freePorts returns n distinct free TCP ports on 127.0.0.1 (all listened on at once,
-// then closed).
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		defer func() { _ = l.Close() }()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
+// freePorts returns n distinct free TCP ports on 127.0.0.1 (freeport.PickN).
+func freePorts(n int) ([]int, error) { return freeport.PickN(n) }
 
 // adminHTTPClient trusts the cluster CA and presents the admin client certificate.
 func (c *Cluster) adminHTTPClient() (*http.Client, error) {

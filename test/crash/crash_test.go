@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/dgd-rollout/operator/api/v1alpha1"
+	"github.com/dgd-rollout/operator/freeport"
 	"github.com/dgd-rollout/operator/test/e2e"
 	"github.com/dgd-rollout/operator/test/harness"
 	"github.com/dgd-rollout/operator/test/opproc"
@@ -268,15 +269,15 @@ func steadyRestarts(t *testing.T, e *env, logPath string, scenarios ...*scenario
 	t.Logf("3 restarts in steady state: %d objects unchanged, %d writes sent", len(before), len(writes))
 }
 
-// freeAddr is a free 127.0.0.1 port's address.
+// freeAddr is a free 127.0.0.1 port's address, for the operator process to bind
+// (freeport.Pick).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	p, err := freeport.Pick()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(p))
 }
 
 // passedAll reports whether the operator serving its metrics on addr has finished at

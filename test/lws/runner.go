@@ -5,7 +5,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"sync"
@@ -34,6 +33,8 @@ import (
 	disaggcontroller "sigs.k8s.io/lws/pkg/controllers/disaggregatedset"
 	lwswebhooks "sigs.k8s.io/lws/pkg/webhooks"
 	disaggwebhook "sigs.k8s.io/lws/pkg/webhooks/disaggregatedset"
+
+	"github.com/dgd-rollout/operator/freeport"
 )
 
 // Names of the webhook configurations a Runner registers. They are fixed so that
@@ -602,12 +603,5 @@ func ignoreAlreadyExists(err error) error {
 	return err
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// freePort returns a TCP port on 127.0.0.1 free a moment ago (freeport.Pick).
+func freePort() (int, error) { return freeport.Pick() }

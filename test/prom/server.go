@@ -18,9 +18,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dgd-rollout/operator/freeport"
 	"github.com/dgd-rollout/operator/test/cluster"
 )
 
@@ -66,12 +68,11 @@ func Start(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick() // Prometheus binds it (freeport: not from the ephemeral range)
 	if err != nil {
 		return nil, err
 	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	s := &Server{URL: "http://" + addr, opts: opts, dir: dir, addr: addr}
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(s.config()), 0o600); err != nil {
 		return nil, err

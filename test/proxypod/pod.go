@@ -17,6 +17,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/dgd-rollout/operator/freeport"
 	"github.com/dgd-rollout/operator/test/cluster"
 	"github.com/dgd-rollout/operator/traffic/proxy"
 )
@@ -317,12 +318,5 @@ func ShortTempDir() (string, error) {
 	return os.MkdirTemp("", "px-")
 }
 
-// FreePort is a TCP port free on 127.0.0.1 now.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+// FreePort is a TCP port free on 127.0.0.1 now, for HAProxy to bind (freeport.Pick).
+func FreePort() (int, error) { return freeport.Pick() }

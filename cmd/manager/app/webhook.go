@@ -24,6 +24,7 @@ import (
 	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
+	"github.com/dgd-rollout/operator/freeport"
 )
 
 // CRDName is the DynamoGraphDeployment CRD, whose spec.conversion the operator points at
@@ -199,12 +200,10 @@ func LocalWebhook(dir string) (WebhookOptions, error) {
 	if err := writeCertFiles(dir, map[string][]byte{"ca.crt": caPEM, "tls.crt": crt, "tls.key": key}); err != nil {
 		return WebhookOptions{}, err
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	port, err := freeport.Pick() // the server binds it later (freeport: not from the ephemeral range)
 	if err != nil {
 		return WebhookOptions{}, err
 	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	return WebhookOptions{BindAddress: addr, CertDir: dir, CertMode: CertFiles, URL: "https://" + addr}, nil
 }
