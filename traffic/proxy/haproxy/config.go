@@ -68,6 +68,14 @@ func PinPath(dir string) string { return path.Join(dir, proxy.PinFile) }
 // (test/haproxy TestStreamPassesThrough, 0.3 ms without). "option http-no-delay" sets
 // CF_NEVER_WAIT on both channels (src/stream.c, PR_O2_NODELAY): configuration.txt
 // advises it only for interactive exchanges, which a token stream is.
+//
+// "tune.pattern.cache-size 0" turns off the per-thread cache of ACL results: it keys a
+// result by the input and the ACL's revision, which `add acl` moves and `commit acl`
+// does not (nor the purge of an empty old version), so a "no match" cached between the
+// agent's add and commit of a header route outlived the commit, and requests of those
+// header bytes went by the split for as long as the route stood (src/pattern.c
+// pat_match_reg, include/haproxy/pattern.h pat_ref_commit at v2.6.0; test/haproxy
+// TestPinNotCachedAcrossCommit). The pin ACL holds one pattern, matched once a request.
 var configTemplate = template.Must(template.New("haproxy.cfg").Parse(`# Written by the dgd-rollout proxy agent: split {{.Version}}.
 # The agent rewrites this file at every split it applies, so that HAProxy restarts on
 # the current split; it changes a running HAProxy through the runtime API alone.
@@ -75,6 +83,7 @@ global
     stats socket {{.Socket}} mode 600 level admin
     stats timeout 30s
     maxconn 8192
+    tune.pattern.cache-size 0
     hard-stop-after {{.HardStop}}
     log stdout format raw local0 notice
 
