@@ -183,6 +183,12 @@ func (u p3Unrelated) create(b testing.TB, k8s client.Client) {
 // which the operator's writes in steady state are counted (0: not counted).
 // unrelated are made before the operator starts.
 func runP3(b testing.TB, n, rounds int, steady time.Duration, unrelated p3Unrelated, done func(*p3Run)) {
+	runP3Arms(b, n, rounds, steady, unrelated, p3Order(b), done)
+}
+
+// runP3Arms is runP3 with the arms of a round, in order: any of plain, graphs, dgds,
+// apply-v1beta1 and apply-v1alpha1 (BenchmarkP3Apply).
+func runP3Arms(b testing.TB, n, rounds int, steady time.Duration, unrelated p3Unrelated, order []string, done func(*p3Run)) {
 	if _, err := os.Stat(filepath.Join(cluster.RepoRoot(), "bin", "kube-controller-manager")); err != nil {
 		b.Skip("bin/kube-controller-manager is missing: run make cluster-bins")
 	}
@@ -244,10 +250,11 @@ func runP3(b testing.TB, n, rounds int, steady time.Duration, unrelated p3Unrela
 		b.Fatal(err)
 	}
 	defer op.Stop()
-	order := p3Order(b)
 	for i := 0; i < rounds; i++ {
 		r := p3Run{n: n, k8s: k8s, cfg: cfg, proxy: proxy, round: i, cl: cl, op: op, steadyWindow: steady}
-		arms := map[string]func(testing.TB){"plain": r.plain, "graphs": r.plainGraphs, "dgds": r.graphs}
+		arms := map[string]func(testing.TB){"plain": r.plain, "graphs": r.plainGraphs, "dgds": r.graphs,
+			"apply-v1beta1":  func(b testing.TB) { r.applied = append(r.applied, r.applyArm(b, "v1beta1")) },
+			"apply-v1alpha1": func(b testing.TB) { r.applied = append(r.applied, r.applyArm(b, "v1alpha1")) }}
 		for _, arm := range order {
 			arms[arm](b)
 		}
@@ -306,6 +313,7 @@ type p3Run struct {
 	steady                                     int
 	latencies, gainLatencies                   []time.Duration // readiness change -> next write (every change, gains)
 	plainCost, graphCost, dgdCost              armCost         // what each rollout cost the machine
+	applied                                    []applyResult   // BenchmarkP3Apply's arms, in their order
 }
 
 // waitFor polls cond until it holds; P3's phases take longer as N grows (2 s per
