@@ -147,7 +147,13 @@ func leftovers(ns, name string, revisions int) []string {
 // writes of every backend.
 func expectReadmeCounts(st faults.Stats) {
 	GinkgoHelper()
-	Expect(st.Writes).To(BeNumerically(">=", 1000), "writes over the suite: %s", st)
+	// At least 900 writes: the faults must meet enough of the operator's writes for the
+	// share below to mean something. The bound was 1,000 under the 1,344 writes of Nov 26;
+	// the operator's writes over the same specs have since fallen to 999–1,015 (four runs
+	// of 4f4b228, Dec 2; they move with the passes the timing makes), and a clean-clone run
+	// failed at 999. 900 is 10% under the lowest seen: a run that loses about three of
+	// the 26 specs' writes (about 39 a spec) fails here.
+	Expect(st.Writes).To(BeNumerically(">=", 900), "writes over the suite: %s", st)
 	share := float64(st.Injected) / float64(st.Writes)
 	Expect(share).To(BeNumerically("~", defaultRate, 0.02), "the share of writes failed: %s", st)
 	Expect(st.AfterCommit).To(BeNumerically(">=", 15), "faults after commit: %s", st)
