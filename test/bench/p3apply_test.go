@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +22,7 @@ import (
 	"github.com/dgd-rollout/operator/api/conversion"
 	"github.com/dgd-rollout/operator/api/v1alpha1"
 	"github.com/dgd-rollout/operator/api/v1beta1"
+	"github.com/dgd-rollout/operator/cmd/manager/app"
 	"github.com/dgd-rollout/operator/test/harness"
 )
 
@@ -69,18 +71,21 @@ type applyResult struct {
 	convApply, convDeployed float64
 	apiConv                 float64
 	apiConvSeconds          float64
-	handlerSeconds          float64 // this process's webhook handler time over the applies (its own metric)
-	statusWrites            int     // the operator's DGD status writes until deployed
+	handlerSeconds          float64  // this process's webhook handler time over the applies (its own metric)
+	handshakes              float64  // the webhook server's TLS handshakes over the applies (connections the API server opened)
+	cpu                     cpuTimes // CPU seconds per process over the applies
+	statusWrites            int      // the operator's DGD status writes until deployed
 	statusTook              time.Duration
 }
 
 func (a applyResult) print(n int) {
 	sort.Slice(a.latencies, func(i, j int) bool { return a.latencies[i] < a.latencies[j] })
 	fmt.Printf(`P3 apply %s (N=%d, %d at a time): applies %.1fs (each p50 %s, p99 %s), every graph deployed %.1fs
-    conversion webhook requests: %.2f per graph over the applies (the API server: %.0f calls, %.3fs each; the handler %.4fs each), %.2f per graph until deployed
+    conversion webhook requests: %.2f per graph over the applies (the API server: %.0f calls, %.3fs each; the handler %.4fs each; %.0f TLS handshakes), %.2f per graph until deployed
+    CPU seconds over the applies: %s
     operator status writes until deployed: %.2f per graph (%s each)
 `, a.version, n, p3Workers, a.apply.Seconds(), percentile(a.latencies, 50).Round(time.Millisecond), percentile(a.latencies, 99).Round(time.Millisecond),
-		a.deployed.Seconds(), a.convApply/float64(n), a.apiConv, a.apiConvSeconds/max(a.apiConv, 1), a.handlerSeconds/max(a.convApply, 1), a.convDeployed/float64(n),
+		a.deployed.Seconds(), a.convApply/float64(n), a.apiConv, a.apiConvSeconds/max(a.apiConv, 1), a.handlerSeconds/max(a.convApply, 1), a.handshakes, a.convDeployed/float64(n), a.cpu.line(),
 		float64(a.statusWrites)/float64(n), (a.statusTook / time.Duration(max(a.statusWrites, 1))).Round(time.Millisecond))
 }
 
@@ -124,7 +129,8 @@ func (r *p3Run) applyArm(b testing.TB, version string) applyResult {
 		manifests[i] = applyManifest(b, ns, i, version)
 	}
 	var mu sync.Mutex
-	conv0, handler0 := conversions(), webhookSeconds()
+	conv0, handler0, hs0 := conversions(), webhookSeconds(), testutil.ToFloat64(app.WebhookHandshakes)
+	cpu0 := processCPU()
 	apiN0, apiS0 := apiConversions(b, r)
 	begin := time.Now()
 	if err := parallel(r.n, func(i int) error {
@@ -139,6 +145,7 @@ func (r *p3Run) applyArm(b testing.TB, version string) applyResult {
 	}
 	res.apply = time.Since(begin)
 	res.convApply, res.handlerSeconds = conversions()-conv0, webhookSeconds()-handler0
+	res.handshakes, res.cpu = testutil.ToFloat64(app.WebhookHandshakes)-hs0, cpu0.since()
 	apiN1, apiS1 := apiConversions(b, r)
 	res.apiConv, res.apiConvSeconds = apiN1-apiN0, apiS1-apiS0
 	r.waitFor(b, "apply "+version+": every graph deployed", func() bool { return c.graphsDone(r.n, 1) })
@@ -201,4 +208,20 @@ func webhookSeconds() float64 {
 		}
 	}
 	return sum
+}
+
+// line is c's processes, the busiest first, and their total.
+func (c cpuTimes) line() string {
+	keys := make([]string, 0, len(c))
+	var total float64
+	for k, v := range c {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Slice(keys, func(i, j int) bool { return c[keys[i]] > c[keys[j]] })
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %.1f", k, c[k])
+	}
+	return fmt.Sprintf("total %.1f; %s", total, strings.Join(parts, ", "))
 }

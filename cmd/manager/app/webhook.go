@@ -12,12 +12,14 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	crconversion "sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
@@ -114,9 +116,30 @@ func (o WebhookOptions) Server() (webhook.Server, error) {
 		return nil, fmt.Errorf("--webhook-bind-address %q: %w", o.BindAddress, err)
 	}
 	return webhook.NewServer(webhook.Options{Host: host, Port: p, CertDir: o.CertDir,
-		// No HTTP/2 (CVE-2023-44487 / -39325), as controller-runtime's scaffolding.
-		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}}), nil
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) {
+			// No HTTP/2 (CVE-2023-44487 / -39325), as controller-runtime's scaffolding;
+			// the API server speaks HTTP/1.1 to a webhook behind a Service anyway
+			// (k8s.io/apiserver pkg/util/webhook/client.go, issue.k8s.io/75791).
+			c.NextProtos = []string{"http/1.1"}
+			// Called once per TLS handshake: the connections the API server opens.
+			c.GetConfigForClient = func(*tls.ClientHelloInfo) (*tls.Config, error) {
+				WebhookHandshakes.Inc()
+				return nil, nil
+			}
+		}}}), nil
 }
+
+// WebhookHandshakes counts the TLS handshakes of the webhook server, served on the
+// manager's metrics endpoint as dgd_rollout_webhook_tls_handshakes_total: beside
+// controller_runtime_webhook_requests_total it tells how many requests reuse a
+// connection (the API server keeps at most 25 idle connections per webhook host,
+// k8s.io/client-go transport/cache.go).
+var WebhookHandshakes = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "dgd_rollout_webhook_tls_handshakes_total",
+	Help: "TLS handshakes of the conversion webhook server (connections opened by the API server).",
+})
+
+func init() { ctrlmetrics.Registry.MustRegister(WebhookHandshakes) }
 
 // SetupConversion registers /convert on mgr's webhook server and makes sure the
 // certificate exists and the CRD's conversion points at the server, before the
