@@ -907,22 +907,34 @@ func (c cpuTimes) since() cpuTimes {
 	return out
 }
 
-func cpuLine(plain, dgd cpuTimes) string {
+// busiest is the names of every process in the sets, the one that used most CPU in
+// by first (ties by name, so a line reads the same run to run).
+func busiest(by cpuTimes, sets ...cpuTimes) []string {
 	names := map[string]bool{}
-	for k := range plain {
-		names[k] = true
+	for _, set := range append(sets, by) {
+		for k := range set {
+			names[k] = true
+		}
 	}
-	for k := range dgd {
-		names[k] = true
-	}
-	var keys []string
+	keys := make([]string, 0, len(names))
 	for k := range names {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return dgd[keys[i]] > dgd[keys[j]] })
+	sort.Slice(keys, func(i, j int) bool {
+		if by[keys[i]] != by[keys[j]] {
+			return by[keys[i]] > by[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
+// cpuLine is each process's CPU in the plain arm and then in the DGD arm, the DGD
+// arm's busiest first, and both totals.
+func cpuLine(plain, dgd cpuTimes) string {
 	var parts []string
 	var tp, td float64
-	for _, k := range keys {
+	for _, k := range busiest(dgd, plain) {
 		parts = append(parts, fmt.Sprintf("%s %.1f -> %.1f", k, plain[k], dgd[k]))
 		tp += plain[k]
 		td += dgd[k]
@@ -1187,5 +1199,17 @@ func trace(reqs []opproc.Request, ns string, begin time.Time, what string) {
 		if q.Write() && q.Namespace == ns && graphOf(q.Name) == "g0000" {
 			fmt.Printf("    g0000 %s +%6.2fs %s %s %s (%s)\n", what, q.At.Sub(begin).Seconds(), q.Verb, q.Resource, q.Name, q.Took.Round(time.Millisecond))
 		}
+	}
+}
+
+func TestBusiest(t *testing.T) {
+	plain := cpuTimes{"etcd": 9, "kwok": 1}
+	dgd := cpuTimes{"kube-apiserver": 5, "manager": 5, "etcd": 2}
+	got := strings.Join(busiest(dgd, plain), ",")
+	if want := "kube-apiserver,manager,etcd,kwok"; got != want {
+		t.Fatalf("busiest = %s, want %s (by the DGD arm, ties by name, plain-only last)", got, want)
+	}
+	if got := (cpuTimes{"a": 1, "b": 2.5}).line(); got != "total 3.5; b 2.5, a 1.0" {
+		t.Fatalf("line = %q", got)
 	}
 }

@@ -212,16 +212,11 @@ func webhookSeconds() float64 {
 
 // line is c's processes, the busiest first, and their total.
 func (c cpuTimes) line() string {
-	keys := make([]string, 0, len(c))
+	var parts []string
 	var total float64
-	for k, v := range c {
-		keys = append(keys, k)
-		total += v
-	}
-	sort.Slice(keys, func(i, j int) bool { return c[keys[i]] > c[keys[j]] })
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = fmt.Sprintf("%s %.1f", k, c[k])
+	for _, k := range busiest(c) {
+		parts = append(parts, fmt.Sprintf("%s %.1f", k, c[k]))
+		total += c[k]
 	}
 	return fmt.Sprintf("total %.1f; %s", total, strings.Join(parts, ", "))
 }
