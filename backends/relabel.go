@@ -42,9 +42,10 @@ import (
 // DGD is not enqueued in between, so no pass runs on a view that lacks a workload it
 // still has (a pass that did would not count, drain or delete it).
 //
-// The check runs in its own goroutine: a Deleted event costs the informer nothing,
-// and every real deletion of a workload (one per workload over its life) costs the
-// operator one GET.
+// The check runs in its own goroutine: a Deleted event costs the informer nothing.
+// An object the operator deleted itself (OwnDeletes: its UID, sent as the delete's
+// precondition) is not read: it left the cache because it is gone. Any other real
+// deletion of a workload (one per workload over its life) costs the operator one GET.
 // kind is an empty object of the watched kind.
 func RelabelStripped(live client.Reader, c client.Client, kind client.Object, next handler.EventHandler) handler.EventHandler {
 	return &relabeler{live: live, c: c, kind: kind, next: next}
@@ -72,7 +73,8 @@ func (r *relabeler) Generic(ctx context.Context, e event.GenericEvent, q queue) 
 }
 
 func (r *relabeler) Delete(ctx context.Context, e event.DeleteEvent, q queue) {
-	if e.Object == nil || !controlledByDGD(e.Object) || len(ourLabels(e.Object.GetLabels())) == 0 {
+	if e.Object == nil || !controlledByDGD(e.Object) || len(ourLabels(e.Object.GetLabels())) == 0 ||
+		OwnDeletes.Deleted(e.Object.GetUID()) {
 		r.next.Delete(ctx, e, q)
 		return
 	}

@@ -2,14 +2,17 @@ package backends
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -106,5 +109,81 @@ func TestRelabelStripped(t *testing.T) {
 	}
 	if len(d.Labels) != 0 {
 		t.Errorf("replaced: the new object under the name was labelled: %v", d.Labels)
+	}
+}
+
+// TestRelabelStrippedOwnDeletes: the Deleted event of an object the operator deleted
+// itself (DeleteObject, its UID the precondition) is passed on without a read past the
+// cache; a delete the API server refused leaves the check in place, as does a note
+// that expired.
+func TestRelabelStrippedOwnDeletes(t *testing.T) {
+	s := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(s)
+	ref := []metav1.OwnerReference{{APIVersion: "nvidia.com/v1beta1", Kind: "DynamoGraphDeployment", Name: "g", UID: "uid-g", Controller: ptr.To(true)}}
+	ours := map[string]string{v1alpha1.LabelManagedBy: v1alpha1.ManagedByValue, v1alpha1.LabelGraph: "g"}
+	dep := func(name, uid string) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(uid), OwnerReferences: ref, Labels: ours}}
+	}
+	var mu sync.Mutex
+	var reads []string
+	c := fake.NewClientBuilder().WithScheme(s).WithObjects(dep("retired", "u1"), dep("kept", "u2-new")).WithInterceptorFuncs(interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			mu.Lock()
+			reads = append(reads, key.Name)
+			mu.Unlock()
+			return c.Get(ctx, key, obj, opts...)
+		},
+		// As the API server: a UID precondition the object fails is a Conflict (the
+		// fake client ignores preconditions).
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			var do client.DeleteOptions
+			do.ApplyOptions(opts)
+			var have appsv1.Deployment
+			if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &have); err == nil && do.Preconditions != nil &&
+				do.Preconditions.UID != nil && *do.Preconditions.UID != have.UID {
+				return apierrors.NewConflict(schema.GroupResource{Group: "apps", Resource: "deployments"}, obj.GetName(), errors.New("the UID in the precondition does not match"))
+			}
+			return c.Delete(ctx, obj, opts...)
+		}}).Build()
+	now := time.Unix(1000, 0)
+	saved := OwnDeletes
+	OwnDeletes = &ownDeletes{ttl: time.Minute, now: func() time.Time { return now }}
+	defer func() { OwnDeletes = saved }()
+	ctx := context.Background()
+	if err := DeleteObject(ctx, c, dep("retired", "u1"), "Deployment"); err != nil {
+		t.Fatal(err)
+	}
+	// u2 is no longer the object named "kept": the precondition fails, nothing is deleted.
+	var replaced *ReplacedError
+	if err := DeleteObject(ctx, c, dep("kept", "u2"), "Deployment"); !errors.As(err, &replaced) {
+		t.Fatalf("deleting a replaced object: %v, want a ReplacedError", err)
+	}
+	next := newDeletes()
+	h := RelabelStripped(c, c, &appsv1.Deployment{}, next)
+	h.Delete(ctx, event.DeleteEvent{Object: dep("retired", "u1")}, nil)
+	if got := next.got(); !slices.Equal(got, []string{"retired"}) {
+		t.Fatalf("Deleted events passed on at once: %v, want retired", got)
+	}
+	// A note read once is forgotten: a second event of the UID is checked.
+	if OwnDeletes.Deleted("u1") {
+		t.Error("the note of u1 outlived its Deleted event")
+	}
+	// An expired note: the check runs again.
+	done := OwnDeletes.Deleting("u3")
+	done(nil)
+	now = now.Add(time.Minute)
+	_ = OwnDeletes.Deleting("u4")
+	if OwnDeletes.Deleted("u3") {
+		t.Error("a note older than its TTL was kept")
+	}
+	h.Delete(ctx, event.DeleteEvent{Object: dep("kept", "u2")}, nil)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(next.got()) < 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(reads, []string{"kept"}) {
+		t.Errorf("reads past the cache %v, want only kept's (its delete was refused)", reads)
 	}
 }

@@ -212,7 +212,10 @@ func (h *clientHistory) Delete(ctx context.Context, rev *appsv1.ControllerRevisi
 	if uid := rev.UID; uid != "" {
 		opts = append(opts, client.Preconditions{UID: &uid})
 	}
-	if err := h.client.Delete(ctx, rev.DeepCopy(), opts...); err != nil && !apierrors.IsNotFound(err) {
+	done := backends.OwnDeletes.Deleting(rev.UID)
+	err := h.client.Delete(ctx, rev.DeepCopy(), opts...)
+	done(err)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ControllerRevision %s: %w", revKey(rev), err)
 	}
 	return nil

@@ -306,6 +306,7 @@ type p3Run struct {
 	writes                                     map[string]int            // "VERB resource" over the DGD rollout
 	graphWrites                                map[string]map[string]int // the same per graph (by DGD name)
 	graphEvents                                map[string][]string       // the reasons of the Events the operator created per graph, in order
+	readsOfDeleted                             []string                  // GETs of an object the operator had deleted, after its DELETE
 	graphSteps                                 map[string]int            // rollout steps per graph
 	reads                                      map[string]int            // the same, GET and LIST requests (the cache's watches aside)
 	took                                       map[string]time.Duration  // their total answer time
@@ -566,7 +567,15 @@ func (r *p3Run) graphs(b testing.TB) {
 	r.graphWrites = map[string]map[string]int{}
 	r.graphEvents = map[string][]string{}
 	r.took = map[string]time.Duration{}
+	r.readsOfDeleted = nil
+	deleted := map[string]bool{} // resource/name of each object the operator deleted
 	for _, q := range reqs {
+		if q.Namespace == ns && q.Verb == http.MethodDelete {
+			deleted[q.Resource+"/"+q.Name] = true
+		}
+		if q.Namespace == ns && q.Verb == http.MethodGet && deleted[q.Resource+"/"+q.Name] {
+			r.readsOfDeleted = append(r.readsOfDeleted, q.Resource+"/"+q.Name)
+		}
 		switch {
 		case q.Write() && q.Namespace == ns:
 			r.writes[q.Verb+" "+q.Resource]++
