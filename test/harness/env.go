@@ -238,7 +238,10 @@ func (e *Env) stopOperator() error {
 	}
 	e.cancel()
 	e.cancel = nil
-	return <-e.done
+	if err := <-e.done; err != nil {
+		return err
+	}
+	return noteStopped()
 }
 
 // OperatorWrites lists the writes (creates, updates, patches, deletes) the operator

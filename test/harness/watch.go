@@ -3,6 +3,7 @@ package harness
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -57,13 +58,36 @@ func Reconciles() (float64, error) {
 
 // Idle reports whether the DGD controller's work queue is empty and no reconcile is
 // running (workqueue_depth and controller_runtime_active_workers).
+//
+// The gauges are the process's, one series per controller name, and a controller that
+// stops leaves its queue's count in workqueue_depth: controller-runtime v0.24.1 shuts
+// the queue down with its ready items still counted (pkg/controller/priorityqueue:
+// metrics.get runs only when an item is handed to a worker). After RestartOperator, a
+// stopped operator whose queue held 7 DGDs kept the depth at 7, and every later wait
+// for Idle timed out (a clean-clone make test, Dec 3). What the stopped operators left
+// (stoppedDepth, read once each has exited) is not the running operator's.
 func Idle() (bool, error) {
 	depth, err := controllerMetric("workqueue_depth", "name")
 	if err != nil {
 		return false, err
 	}
 	active, err := controllerMetric("controller_runtime_active_workers", "controller")
-	return depth == 0 && active == 0, err
+	return depth-stoppedDepth.Load().(float64) == 0 && active == 0, err
+}
+
+// stoppedDepth is what stopped operators left in workqueue_depth (see Idle).
+var stoppedDepth atomic.Value
+
+func init() { stoppedDepth.Store(float64(0)) }
+
+// noteStopped records what an operator that has exited left in workqueue_depth.
+func noteStopped() error {
+	depth, err := controllerMetric("workqueue_depth", "name")
+	if err != nil {
+		return err
+	}
+	stoppedDepth.Store(depth)
+	return nil
 }
 
 func controllerMetric(name, label string) (float64, error) {
