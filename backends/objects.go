@@ -56,13 +56,7 @@ func DeleteObject(ctx context.Context, c client.Client, obj client.Object, kind 
 // DeleteObjectWith is DeleteObject with the propagation policy given: Orphan leaves what
 // obj owns in place, its owner reference removed by the garbage collector.
 func DeleteObjectWith(ctx context.Context, c client.Client, obj client.Object, kind string, policy metav1.DeletionPropagation) error {
-	opts := []client.DeleteOption{client.PropagationPolicy(policy)}
-	if uid := obj.GetUID(); uid != "" {
-		opts = append(opts, client.Preconditions{UID: &uid})
-	}
-	done := OwnDeletes.Deleting(obj.GetUID())
-	err := c.Delete(ctx, obj, opts...)
-	done(err)
+	err := DeleteThat(ctx, c, obj, client.PropagationPolicy(policy))
 	switch {
 	case err == nil, apierrors.IsNotFound(err):
 		return nil
@@ -70,6 +64,19 @@ func DeleteObjectWith(ctx context.Context, c client.Client, obj client.Object, k
 		return &ReplacedError{Kind: kind, Namespace: obj.GetNamespace(), Name: obj.GetName(), UID: obj.GetUID(), Err: err}
 	}
 	return fmt.Errorf("deleting %s %s/%s: %w", kind, obj.GetNamespace(), obj.GetName(), err)
+}
+
+// DeleteThat deletes obj, that very object when it has a UID (a precondition: never
+// another one made under its name since), and notes it in OwnDeletes. The API server's
+// answer is returned as it is.
+func DeleteThat(ctx context.Context, c client.Client, obj client.Object, opts ...client.DeleteOption) error {
+	if uid := obj.GetUID(); uid != "" {
+		opts = append(opts[:len(opts):len(opts)], client.Preconditions{UID: &uid})
+	}
+	done := OwnDeletes.Deleting(obj.GetUID())
+	err := c.Delete(ctx, obj, opts...)
+	done(err)
+	return err
 }
 
 // ReplacedError is a delete the API server refused because the object of that name is
@@ -128,11 +135,13 @@ func (e *SpecError) Error() string { return e.Err.Error() }
 func (e *SpecError) Unwrap() error { return e.Err }
 
 // OwnDeletes is the set of objects (by UID) this process has asked the API server to
-// delete, until their Deleted events arrive: RelabelStripped does not read past the
-// cache what the operator knows it deleted (in benchmark P3, one GET of every
-// Deployment and ControllerRevision a rollout retires). A UID names one object for
-// ever, so a Deleted event of a UID in the set is that deletion, never a stripping of
-// labels. An entry whose event never comes (the object was already gone) expires.
+// delete (DeleteThat), until their Deleted events arrive: RelabelStripped does not read
+// past the cache what the operator knows it deleted (one GET of each Deployment a
+// rollout retires, 2.00 a graph in benchmark P3, and of each ControllerRevision the
+// history prunes). A UID names one object for ever, so a Deleted event of a UID in the
+// set is that deletion, never a stripping of labels. An entry nothing claims (the object
+// was already gone, or of a kind RelabelStripped does not watch, such as a Service)
+// expires.
 var OwnDeletes = &ownDeletes{ttl: 10 * time.Minute}
 
 type ownDeletes struct {

@@ -205,17 +205,10 @@ func (h *clientHistory) SetChangeCause(ctx context.Context, rev *appsv1.Controll
 	return clone, nil
 }
 
-// Delete implements Interface: that very revision (a UID precondition, as
-// backends.DeleteObject), never another one made under its name since.
+// Delete implements Interface: that very revision (backends.DeleteThat: a UID
+// precondition), never another one made under its name since.
 func (h *clientHistory) Delete(ctx context.Context, rev *appsv1.ControllerRevision) error {
-	var opts []client.DeleteOption
-	if uid := rev.UID; uid != "" {
-		opts = append(opts, client.Preconditions{UID: &uid})
-	}
-	done := backends.OwnDeletes.Deleting(rev.UID)
-	err := h.client.Delete(ctx, rev.DeepCopy(), opts...)
-	done(err)
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err := backends.DeleteThat(ctx, h.client, rev.DeepCopy()); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("deleting ControllerRevision %s: %w", revKey(rev), err)
 	}
 	return nil

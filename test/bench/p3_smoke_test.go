@@ -31,7 +31,7 @@ func TestP3Smoke(t *testing.T) {
 			v1alpha1.EventRolloutStep, v1alpha1.EventRolloutStep, v1alpha1.EventRolloutCompleted}))
 		// What the operator deleted it knows is gone: its Deleted event is not checked
 		// against the API server (backends.OwnDeletes; before, one GET of each retired
-		// Deployment, 1.00 a graph in P3 at N = 500).
+		// Deployment, 2.00 a graph in P3 at N = 500).
 		if len(r.readsOfDeleted) > 0 {
 			t.Errorf("the operator read %d objects past its cache after deleting them itself: %v", len(r.readsOfDeleted), r.readsOfDeleted)
 		}

@@ -241,8 +241,7 @@ func runP3Arms(b testing.TB, n, rounds int, steady time.Duration, unrelated p3Un
 	}
 	cfg := rest.CopyConfig(cl.Config)
 	cfg.QPS, cfg.Burst = 2000, 4000
-	var k8s client.Client
-	k8s, err = client.New(cfg, client.Options{Scheme: app.NewScheme()})
+	k8s, err := client.New(cfg, client.Options{Scheme: app.NewScheme()})
 	if err != nil {
 		b.Fatal(err)
 	}
