@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sync"
 	"time"
 
@@ -239,6 +240,9 @@ func (e *Env) stopOperator() error {
 	e.cancel()
 	e.cancel = nil
 	if err := <-e.done; err != nil {
+		// A runnable that outlived the manager's grace period is still running: say
+		// where (go test prints a failed package's stderr).
+		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
 		return err
 	}
 	return noteStopped()
