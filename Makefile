@@ -63,20 +63,11 @@ build:
 
 ## test: every test. Builds the control-plane binaries from pinned modules and installs
 ## prometheus and haproxy (Debian's packages) when missing (cluster-bins, hack/tools/tools.mk).
-## go vet and the fuzz targets run beside the test packages, which leave the cores about
-## 17% idle (docs/testing.md); their output follows the tests', and either failing fails.
 test: cluster-bins
 	@if [ -n "$$(gofmt -l $$(git ls-files '*.go'))" ]; then echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; fi
-	@side=$$(mktemp); trap 'rm -f "$$side"' EXIT; \
-	echo "go vet ./... and make fuzz, beside the tests (their output after them)"; \
-	( t0=$$(date +%s); go vet ./... && echo "go vet: $$(( $$(date +%s) - t0 )) s" && t1=$$(date +%s) && \
-	  $(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT) && echo "fuzz: $$(( $$(date +%s) - t1 )) s" ) >"$$side" 2>&1 & pid=$$!; \
-	t0=$$(date +%s); \
-	echo "KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p=$(TEST_PACKAGES) -timeout=45m $(SLOW_TESTS) ./..."; \
-	tests=0; KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p=$(TEST_PACKAGES) -timeout=45m $(SLOW_TESTS) ./... || tests=$$?; \
-	echo "the tests: $$(( $$(date +%s) - t0 )) s"; \
-	vetfuzz=0; wait $$pid || vetfuzz=$$?; cat "$$side"; \
-	if [ $$tests -ne 0 ] || [ $$vetfuzz -ne 0 ]; then echo "make test: FAILED (tests rc $$tests, vet and fuzz rc $$vetfuzz)"; exit 1; fi
+	go vet ./...
+	KUBEBUILDER_ASSETS=$(BIN) go test -count=1 -p=$(TEST_PACKAGES) -timeout=45m $(SLOW_TESTS) ./...
+	$(MAKE) --no-print-directory fuzz FUZZTIME=$(FUZZTIME_SHORT)
 
 ## bench: benchmarks of the planner, hashing and (with the local control plane) rollouts;
 ## P3 (500 graphs rolled at once, P3_N to change) takes about 15 minutes of it, and its
