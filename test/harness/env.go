@@ -6,6 +6,7 @@ package harness
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -240,9 +241,11 @@ func (e *Env) stopOperator() error {
 	e.cancel()
 	e.cancel = nil
 	if err := <-e.done; err != nil {
-		// A runnable that outlived the manager's grace period is still running: say
-		// where (go test prints a failed package's stderr).
-		_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		if errors.Is(err, context.DeadlineExceeded) {
+			// A runnable that outlived the manager's grace period is still running: say
+			// where (go test prints a failed package's stderr).
+			_ = pprof.Lookup("goroutine").WriteTo(os.Stderr, 1)
+		}
 		return err
 	}
 	return noteStopped()
