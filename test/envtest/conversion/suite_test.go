@@ -30,6 +30,7 @@ func TestConversion(t *testing.T) {
 	// first pass reads each name it creates past the cache (decide's claim), and CI runs
 	// on 2 loaded cores.
 	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyPollingInterval(harness.PollInterval)
 	RunSpecs(t, "v1alpha1 <-> v1beta1 through the operator's conversion webhook (envtest)")
 }
 

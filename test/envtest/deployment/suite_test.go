@@ -29,6 +29,7 @@ func TestDeploymentBackend(t *testing.T) {
 	// first pass reads each name it creates past the cache (decide's claim), and CI runs
 	// on 2 loaded cores.
 	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyPollingInterval(harness.PollInterval)
 	RunSpecs(t, "Deployment backend (envtest)")
 }
 

@@ -49,6 +49,7 @@ func TestGateway(t *testing.T) {
 	// A status the test controller must write gets 10 s (it writes within delay of
 	// an event; CI runs on 2 loaded cores).
 	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyPollingInterval(harness.PollInterval)
 	RunSpecs(t, "Gateway API provider against a real API server and a test Gateway controller (envtest)")
 }
 

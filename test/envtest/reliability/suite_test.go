@@ -91,6 +91,7 @@ func TestReliability(t *testing.T) {
 	// first pass reads each name it creates past the cache (decide's claim), and CI runs
 	// on 2 loaded cores.
 	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyPollingInterval(harness.PollInterval)
 	RunSpecs(t, "Reliability: faulty API writes and manual interference (envtest)")
 }
 

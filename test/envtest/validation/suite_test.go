@@ -30,6 +30,7 @@ func TestValidation(t *testing.T) {
 	// first pass reads each name it creates past the cache (decide's claim), and CI runs
 	// on 2 loaded cores.
 	SetDefaultEventuallyTimeout(10 * time.Second)
+	SetDefaultEventuallyPollingInterval(harness.PollInterval)
 	RunSpecs(t, "Admission validation of DynamoGraphDeployments (envtest)")
 }
 
