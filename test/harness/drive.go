@@ -13,14 +13,16 @@ import (
 // SettleTimeout bounds how long Drive waits for the operator to act on a change.
 var SettleTimeout = 30 * time.Second
 
-// PollInterval is how often the harness reads the API server while it waits, and the
-// envtest suites' Eventually polling interval (SetDefaultEventuallyPollingInterval). Each
-// read is a GET and a LIST per workload kind. At Gomega's default of 10 ms and this
-// loop's former 20 ms, the deployment suite run alone took 134 CPU seconds (its API
-// server and etcd included) in 173 s; at 100 ms, 90 CPU seconds in 187 s. In make test
-// the suites run beside each other on 2 cores, where the API servers were half the CPU
-// of the tests (docs/testing.md): a CPU second saved there is worth more than the
-// tenth of a second a wait may now take longer.
+// PollInterval is how often the harness reads the API server while it waits for the
+// operator (WaitSettled, movesBySelf), and the envtest suites' Eventually polling
+// interval (SetDefaultEventuallyPollingInterval). Each read is a GET and a LIST per
+// workload kind. At Gomega's default of 10 ms and WaitSettled's former 20 ms, the
+// deployment suite run alone took 134 CPU seconds (its API server and etcd included) in
+// 173 s; at 100 ms, 82-90 CPU seconds in 176-187 s (two runs). In make test the suites
+// run beside each other on 2 cores, where the API servers were half the CPU of the tests
+// (docs/testing.md): a CPU second saved there is worth more than the tenth of a second a
+// wait may now take longer. The fake kubelet's registration wait (grove_pods.go) still
+// polls every 20 ms.
 const PollInterval = 100 * time.Millisecond
 
 // WaitSettled polls until the operator has acted on everything it can see (see
@@ -78,7 +80,7 @@ func (e *Env) Drive(ctx context.Context, ns, name string, grow int32, maxSteps i
 func (e *Env) movesBySelf(ctx context.Context, ns, name string, s Snapshot, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(PollInterval)
 		now, err := e.Take(ctx, ns, name)
 		if err == nil && (now.DGD.ResourceVersion != s.DGD.ResourceVersion || !maps.Equal(now.Replicas(), s.Replicas())) {
 			return true
